@@ -1,0 +1,124 @@
+import type { AddressInfo } from "node:net";
+import type { DescService } from "@bufbuild/protobuf";
+import { createConnectRouter, type ConnectRouter } from "@connectrpc/connect";
+import { connectNodeAdapter } from "@connectrpc/connect-node";
+import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
+import { createKnexAuthRepository } from "./auth/auth-repository.js";
+import { createTokenIssuer } from "./auth/token-issuer.js";
+import type { RegistryConfig } from "./config.js";
+import { createEntryService } from "./entries/entry-service.js";
+import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
+import { createHealthService } from "./edge/health-service.js";
+import { createProtocolServer } from "./edge/protocol-server.js";
+import { registerReflection } from "./edge/reflection-service.js";
+import { createRegistryServiceImpl } from "./edge/registry-service-handlers.js";
+import { createRequestPipeline } from "./edge/request-pipeline.js";
+import { createRestTranscoder } from "./edge/rest-transcoder.js";
+import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
+import { describeError, type Logger } from "./logger.js";
+import { migrateToLatest, openDatabase, type Database } from "./storage/database.js";
+import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import { TokenService } from "../gen/auth/v1/token_service_pb.js";
+import { RegistryService } from "../gen/registry/v1/registry_service_pb.js";
+import { createRegistry } from "@bufbuild/protobuf";
+import { BadRequestSchema } from "../gen/google/rpc/error_details_pb.js";
+
+export interface RunningRegistry {
+  readonly address: AddressInfo;
+  /** Base URL of the listening server, e.g. http://127.0.0.1:8080. */
+  readonly url: string;
+  readonly database: Database;
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  readonly logger: Logger;
+  /** Use this database instead of opening one from the config (tests share one). */
+  readonly database?: Database;
+}
+
+/** Opens the database, applies migrations, and serves the halves of the service the role asks for. */
+export async function startRegistry(config: RegistryConfig, options: StartOptions): Promise<RunningRegistry> {
+  const { logger } = options;
+  const database = options.database ?? (await openDatabase({ ...config, poolMax: config.databasePoolMax }));
+  await migrateToLatest(database);
+  const shutdown = new AbortController();
+  const served: DescService[] = [];
+  let capturedRouter: ConnectRouter | undefined;
+
+  const register = (router: ConnectRouter) => {
+    capturedRouter = router;
+    registerServices(router, config, database, served);
+    const isReady = () => database.ping().then(() => true);
+    router.service(Health, createHealthService(isReady, { services: served.map((s) => s.typeName) }));
+    registerReflection(router, [...served, Health]);
+  };
+  const rpc = connectNodeAdapter({
+    routes: register,
+    interceptors: [createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error)))],
+    jsonOptions: { alwaysEmitImplicit: true },
+    readMaxBytes: config.maxBodyBytes,
+    shutdownSignal: shutdown.signal,
+    fallback: (req, res) => {
+      transcoder.handle(req, res).catch((error: unknown) => {
+        logger.error("REST request failed", describeError(error));
+        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+        res.end(JSON.stringify({ code: "internal", message: "internal error", details: [] }));
+      });
+    },
+  });
+  const router = capturedRouter as unknown as ConnectRouter;
+  const transcoder = createRestTranscoder({
+    handlers: router.handlers,
+    registry: createRegistry(BadRequestSchema),
+    maxBodyBytes: config.maxBodyBytes,
+  });
+  const server = createProtocolServer(
+    createRequestPipeline({
+      corsOrigins: config.corsOrigins,
+      rpc,
+      isReady: () => database.ping().then(() => true),
+    }),
+  );
+  const address = await server.listen(config.port, config.host);
+  const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  const url = `http://${host}:${address.port}`;
+  logger.info("registry listening", { url, role: config.role, database: database.kind });
+
+  return {
+    address,
+    url,
+    database,
+    async close() {
+      shutdown.abort();
+      await server.close();
+      if (options.database === undefined) await database.close();
+    },
+  };
+}
+
+function registerServices(router: ConnectRouter, config: RegistryConfig, database: Database, served: DescService[]) {
+  const authRepository = createKnexAuthRepository(database.knex);
+  const issuer =
+    config.role === "registry" ? undefined : createTokenIssuer({ repository: authRepository, config });
+  if (issuer !== undefined) {
+    router.service(TokenService, createTokenServiceImpl(issuer));
+    served.push(TokenService);
+  }
+  if (config.role === "auth") return;
+  const verifier = createAccessTokenVerifier({
+    issuer: config.authUrl,
+    audience: config.tokenAudience,
+    keys: issuer === undefined ? new URL(`${config.authUrl}/.well-known/jwks.json`) : (opts) => issuer.jwks(opts),
+  });
+  const entries = createEntryService({
+    repository: createKnexEntryRepository(database.knex),
+    entryTypes: config.entryTypes,
+  });
+  router.service(
+    RegistryService,
+    createRegistryServiceImpl({ entries, authenticate: (header) => verifier.authenticate(header) }),
+  );
+  served.push(RegistryService);
+}

@@ -1,0 +1,249 @@
+import { readFile } from "node:fs/promises";
+import { text } from "node:stream/consumers";
+import { parseArgs } from "node:util";
+import type { EntrySigningFields } from "../domain/signing-payload.js";
+import {
+  decodePrivateKey,
+  encodeBase64url,
+  encodePrivateKey,
+  generateKeyPair,
+  keyPairFromSeed,
+  signEntry,
+  signRevocation,
+  type KeyPair,
+} from "../sdk/signing.js";
+
+/** Where the commands read and write; tests pass their own, the CLI the process's. */
+export interface KeyCommandIo {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  readFile?(path: string): Promise<string>;
+  readStdin?(): Promise<string>;
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+export const KEY_COMMAND_USAGE = `Usage:
+  registry key generate
+  registry sign entry  --key <key> --file <entry.json | ->
+  registry sign revoke --key <key> --did <entry DID as addressed> --reason <text>
+
+<key> is the unpadded base64url of a 32-byte Ed25519 seed, or @<path> of a file holding one
+(or holding the JSON printed by "registry key generate"). Without --key, the environment variable
+REGISTRY_SIGNING_KEY is used; prefer it or @<path>, since command lines end up in shell history.
+
+"sign entry" prints the entry with its "signature" field set, ready for POST /v1/entries.
+"sign revoke" prints {"reason", "signature"}, the body of DELETE /v1/entries/{did}; give --did
+exactly as it will appear in that path (with or without @version), since it is signed as given.
+`;
+
+const EXIT_OK = 0;
+const EXIT_FAILURE = 1;
+const EXIT_USAGE = 2;
+
+/** Bad command line: answered with the usage text and exit code 2. */
+class UsageError extends Error {}
+/** The command line was fine but the work failed (unreadable file, wrong key): exit code 1. */
+class CommandError extends Error {}
+
+/**
+ * Runs `registry key ...` and `registry sign ...`. `args` starts at the command word ("key" or
+ * "sign"). Returns the process exit code instead of exiting, so it can run in-process.
+ */
+export async function runKeyCommand(args: string[], io: KeyCommandIo): Promise<number> {
+  const [group, command, ...rest] = args;
+  try {
+    if (group === "key" && command === "generate") return await keyGenerate(rest, io);
+    if (group === "sign" && command === "entry") return await signEntryCommand(rest, io);
+    if (group === "sign" && command === "revoke") return await signRevokeCommand(rest, io);
+    if (command === "--help" || command === "-h" || command === "help") return printUsage(io);
+    throw new UsageError(`unknown command: ${[group, command].filter(Boolean).join(" ")}`);
+  } catch (error) {
+    return reportFailure(error, io);
+  }
+}
+
+async function keyGenerate(args: string[], io: KeyCommandIo): Promise<number> {
+  const { help } = parseOptions(args, {});
+  if (help) return printUsage(io);
+  const key = await generateKeyPair();
+  printJson(io, {
+    did: key.did,
+    privateKey: encodePrivateKey(key.privateKey),
+    publicKey: encodeBase64url(key.publicKey),
+  });
+  return EXIT_OK;
+}
+
+async function signEntryCommand(args: string[], io: KeyCommandIo): Promise<number> {
+  const options = parseOptions(args, { key: { type: "string" }, file: { type: "string" } });
+  if (options.help) return printUsage(io);
+  const file = requireOption(options.file, "--file");
+  const key = await loadKey(options.key, io);
+  const entry = parseEntry(await readInput(file, io), file);
+  if (entry.publisherDid !== key.did) {
+    throw new CommandError(
+      `the key's DID ${key.did} is not the entry's publisherDid ${String(entry.publisherDid)}; ` +
+        "the registry would refuse the signature",
+    );
+  }
+  // Spread keeps every field as written (publishedAt too: the payload normalises it, not the file).
+  printJson(io, { ...entry, signature: await signEntry(entry, key.privateKey) });
+  return EXIT_OK;
+}
+
+async function signRevokeCommand(args: string[], io: KeyCommandIo): Promise<number> {
+  const options = parseOptions(args, {
+    key: { type: "string" },
+    did: { type: "string" },
+    reason: { type: "string" },
+  });
+  if (options.help) return printUsage(io);
+  const did = requireOption(options.did, "--did");
+  const reason = requireOption(options.reason, "--reason");
+  const key = await loadKey(options.key, io);
+  printJson(io, { reason, signature: await signRevocation(did, reason, key.privateKey) });
+  return EXIT_OK;
+}
+
+type StringOptions = Record<string, { type: "string" }>;
+
+function parseOptions<T extends StringOptions>(
+  args: string[],
+  options: T,
+): { [K in keyof T]?: string } & { help?: boolean } {
+  try {
+    const { values } = parseArgs({
+      args,
+      options: { ...options, help: { type: "boolean", short: "h" } },
+      strict: true,
+      allowPositionals: false,
+    });
+    return values as { [K in keyof T]?: string } & { help?: boolean };
+  } catch (error) {
+    throw new UsageError(error instanceof Error ? error.message : String(error));
+  }
+}
+
+function requireOption(value: string | undefined, name: string): string {
+  if (value === undefined || value === "") throw new UsageError(`${name} is required`);
+  return value;
+}
+
+/** The key from --key or REGISTRY_SIGNING_KEY: base64url text, or @path of a file holding it. */
+async function loadKey(flag: string | undefined, io: KeyCommandIo): Promise<KeyPair> {
+  const given = flag ?? (io.env ?? process.env).REGISTRY_SIGNING_KEY;
+  if (given === undefined || given === "") {
+    throw new UsageError("--key (or the environment variable REGISTRY_SIGNING_KEY) is required");
+  }
+  const source = given.startsWith("@") ? `key file ${given.slice(1)}` : "--key";
+  const keyText = given.startsWith("@")
+    ? keyTextOfFile(await readTextFile(given.slice(1), io), source)
+    : given;
+  const seed = decodePrivateKey(keyText);
+  if ("error" in seed) throw new CommandError(`${source}: ${seed.error}`);
+  return keyPairFromSeed(seed);
+}
+
+/** A key file holds the bare seed, or the JSON `registry key generate` printed. */
+function keyTextOfFile(contents: string, source: string): string {
+  const trimmed = contents.trim();
+  if (!trimmed.startsWith("{")) return trimmed;
+  const parsed = parseJson(trimmed, source) as { privateKey?: unknown };
+  if (typeof parsed.privateKey !== "string") {
+    throw new CommandError(`${source}: JSON key file has no "privateKey" string`);
+  }
+  return parsed.privateKey;
+}
+
+async function readInput(file: string, io: KeyCommandIo): Promise<string> {
+  if (file !== "-") return readTextFile(file, io);
+  return (io.readStdin ?? (() => text(process.stdin)))();
+}
+
+async function readTextFile(path: string, io: KeyCommandIo): Promise<string> {
+  try {
+    return await (io.readFile ?? ((p: string) => readFile(p, "utf8")))(path);
+  } catch (error) {
+    throw new CommandError(`cannot read ${path}: ${error instanceof Error ? error.message : error}`);
+  }
+}
+
+const REQUIRED_STRINGS = [
+  "entryDid",
+  "entryType",
+  "version",
+  "publisherDid",
+  "publishedAt",
+  "contentHash",
+] as const;
+const OPTIONAL_STRINGS = ["description", "bondAmount"] as const;
+
+type EntryFile = EntrySigningFields & Record<string, unknown>;
+
+/**
+ * Checks only what signing needs (present fields of the right JSON type, a readable time), so a
+ * mistake is named here instead of surfacing as "signature does not verify". The registry applies
+ * the full field rules.
+ */
+function parseEntry(contents: string, file: string): EntryFile {
+  const source = file === "-" ? "stdin" : file;
+  const entry = parseJson(contents, source);
+  if (typeof entry !== "object" || entry === null || Array.isArray(entry)) {
+    throw new CommandError(`${source}: must hold a JSON object (the entry)`);
+  }
+  const fields = entry as Record<string, unknown>;
+  for (const name of REQUIRED_STRINGS) {
+    if (typeof fields[name] !== "string" || fields[name] === "") {
+      throw new CommandError(`${source}: ${name} is required (a string)`);
+    }
+  }
+  for (const name of OPTIONAL_STRINGS) {
+    if (fields[name] != null && typeof fields[name] !== "string") {
+      throw new CommandError(`${source}: ${name} must be a string`);
+    }
+  }
+  checkOptionalShapes(fields, source);
+  return fields as EntryFile;
+}
+
+function checkOptionalShapes(fields: Record<string, unknown>, source: string): void {
+  if (Number.isNaN(Date.parse(fields.publishedAt as string))) {
+    throw new CommandError(`${source}: publishedAt must be an RFC 3339 time`);
+  }
+  const { tags, data } = fields;
+  if (tags != null && !(Array.isArray(tags) && tags.every((tag) => typeof tag === "string"))) {
+    throw new CommandError(`${source}: tags must be an array of strings`);
+  }
+  if (data != null && (typeof data !== "object" || Array.isArray(data))) {
+    throw new CommandError(`${source}: data must be a JSON object`);
+  }
+}
+
+function parseJson(contents: string, source: string): unknown {
+  try {
+    return JSON.parse(contents);
+  } catch (error) {
+    throw new CommandError(`${source}: not JSON (${error instanceof Error ? error.message : error})`);
+  }
+}
+
+function printJson(io: KeyCommandIo, value: unknown): void {
+  io.stdout(`${JSON.stringify(value, null, 2)}\n`);
+}
+
+function printUsage(io: KeyCommandIo): number {
+  io.stdout(KEY_COMMAND_USAGE);
+  return EXIT_OK;
+}
+
+function reportFailure(error: unknown, io: KeyCommandIo): number {
+  if (error instanceof UsageError) {
+    io.stderr(`registry: ${error.message}\n\n${KEY_COMMAND_USAGE}`);
+    return EXIT_USAGE;
+  }
+  if (error instanceof CommandError) {
+    io.stderr(`registry: ${error.message}\n`);
+    return EXIT_FAILURE;
+  }
+  throw error;
+}

@@ -1,0 +1,80 @@
+import { parseArgs } from "node:util";
+import { startRegistry } from "../app.js";
+import { ConfigError, loadConfig, role } from "../config.js";
+import { createLogger, describeError } from "../logger.js";
+import { migrateToLatest, openDatabase } from "../storage/database.js";
+import { runKeyCommand } from "./key-commands.js";
+import { runRootTokenCommand } from "./root-token-command.js";
+
+const USAGE = `usage: registry <command>
+
+  serve [--role all|registry|auth]   run the service (PORT, HOST, DATABASE_URL, ... from the environment)
+  migrate                            apply database migrations and exit
+  root-token create --subject <did:key> --scopes <a,b> [--description <text>]
+  root-token list
+  root-token revoke <id>
+  key generate                       make an Ed25519 key and its did:key
+  sign entry --key <seed> --file <entry.json|->
+  sign revoke --key <seed> --did <did> --reason <text>
+`;
+
+const io = {
+  stdout: (text: string) => void process.stdout.write(text),
+  stderr: (text: string) => void process.stderr.write(text),
+};
+
+/** The `registry` command line. Returns the process exit code. */
+export async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case "serve":
+        return await serve(rest);
+      case "migrate":
+        return await migrate();
+      case "root-token":
+        return await runRootTokenCommand(rest, loadConfig(), io);
+      case "key":
+      case "sign":
+        return await runKeyCommand([command, ...rest], io);
+      default:
+        io.stderr(USAGE);
+        return command === undefined || command === "help" || command === "--help" ? 0 : 2;
+    }
+  } catch (error) {
+    if (error instanceof ConfigError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+      io.stderr(`registry: ${(error as Error).message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+}
+
+async function serve(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { role: { type: "string" } } });
+  const config = loadConfig(process.env, values.role === undefined ? {} : { role: role(values.role) });
+  const logger = createLogger();
+  const registry = await startRegistry(config, { logger });
+  await new Promise<void>((resolve) => {
+    const stop = (signal: string) => {
+      logger.info("shutting down", { signal });
+      resolve();
+    };
+    process.once("SIGINT", stop);
+    process.once("SIGTERM", stop);
+  });
+  await registry.close().catch((error: unknown) => logger.error("shutdown failed", describeError(error)));
+  return 0;
+}
+
+async function migrate(): Promise<number> {
+  const config = loadConfig();
+  const database = await openDatabase(config);
+  try {
+    const applied = await migrateToLatest(database);
+    io.stdout(applied.length === 0 ? "already up to date\n" : `applied: ${applied.join(", ")}\n`);
+    return 0;
+  } finally {
+    await database.close();
+  }
+}

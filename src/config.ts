@@ -1,0 +1,87 @@
+/**
+ * All configuration, read from the environment once into one typed object. Nothing else in the
+ * program reads process.env.
+ */
+
+export type ServerRole = "all" | "registry" | "auth";
+
+export interface RegistryConfig {
+  readonly host: string;
+  readonly port: number;
+  readonly role: ServerRole;
+  /** Postgres URL; empty means the embedded PGlite database in `dataDir`. */
+  readonly databaseUrl: string;
+  readonly dataDir: string;
+  readonly databasePoolMax: number;
+  readonly statementTimeoutMs: number;
+  readonly entryTypes: readonly string[];
+  /** This server's public base URL. */
+  readonly publicUrl: string;
+  /** The token issuer's base URL: the `iss` of access tokens and where the JWKS is fetched. */
+  readonly authUrl: string;
+  /** The `aud` access tokens are issued for and verified against. */
+  readonly tokenAudience: string;
+  readonly tokenMaxTtlSeconds: number;
+  /** Largest request body accepted, in bytes. */
+  readonly maxBodyBytes: number;
+  /** Origins allowed by CORS; ["*"] allows any. */
+  readonly corsOrigins: readonly string[];
+}
+
+export class ConfigError extends Error {}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+export function loadConfig(env: Env = process.env, overrides: Partial<RegistryConfig> = {}): RegistryConfig {
+  const host = env.HOST ?? "127.0.0.1";
+  const port = integer(env, "PORT", 8080, 0, 65535);
+  const publicUrl = trimSlash(env.PUBLIC_URL ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`);
+  const config: RegistryConfig = {
+    host,
+    port,
+    role: role(env.REGISTRY_ROLE ?? "all"),
+    databaseUrl: env.DATABASE_URL ?? "",
+    dataDir: env.REGISTRY_DATA_DIR ?? "./.registry",
+    databasePoolMax: integer(env, "DATABASE_POOL_MAX", 16, 1, 1000),
+    statementTimeoutMs: integer(env, "STATEMENT_TIMEOUT_MS", 5000, 1, 600_000),
+    entryTypes: list(env.REGISTRY_ENTRY_TYPES ?? "skill,agent", "REGISTRY_ENTRY_TYPES"),
+    publicUrl,
+    authUrl: trimSlash(env.AUTH_URL ?? publicUrl),
+    tokenAudience: env.TOKEN_AUDIENCE ?? "registry",
+    tokenMaxTtlSeconds: integer(env, "AUTH_MAX_TTL_SECONDS", 3600, 1, 86_400),
+    maxBodyBytes: integer(env, "MAX_BODY_BYTES", 256 * 1024, 1024, 64 * 1024 * 1024),
+    corsOrigins: list(env.CORS_ORIGINS ?? "*", "CORS_ORIGINS"),
+    ...overrides,
+  };
+  for (const type of config.entryTypes) {
+    if (!/^[a-z0-9][a-z0-9._-]*$/.test(type)) {
+      throw new ConfigError(`REGISTRY_ENTRY_TYPES: "${type}" is not a valid entry type`);
+    }
+  }
+  return config;
+}
+
+export function role(value: string): ServerRole {
+  if (value === "all" || value === "registry" || value === "auth") return value;
+  throw new ConfigError(`role must be all, registry or auth, not "${value}"`);
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const text = env[name];
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not "${text}"`);
+  }
+  return value;
+}
+
+function list(text: string, name: string): string[] {
+  const items = text.split(",").map((item) => item.trim()).filter((item) => item !== "");
+  if (items.length === 0) throw new ConfigError(`${name} must list at least one value`);
+  return items;
+}
+
+function trimSlash(url: string): string {
+  return url.replace(/\/+$/, "");
+}

@@ -1,0 +1,46 @@
+import { create } from "@bufbuild/protobuf";
+import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
+import { InvalidArgumentError, RegistryError, type RegistryErrorKind } from "../errors.js";
+
+const CODES: Record<RegistryErrorKind, Code> = {
+  invalid_argument: Code.InvalidArgument,
+  unauthenticated: Code.Unauthenticated,
+  permission_denied: Code.PermissionDenied,
+  not_found: Code.NotFound,
+  already_exists: Code.AlreadyExists,
+  resource_exhausted: Code.ResourceExhausted,
+  unavailable: Code.Unavailable,
+  deadline_exceeded: Code.DeadlineExceeded,
+};
+
+export type ErrorLogger = (error: unknown) => void;
+
+/**
+ * The one place where domain errors become Connect errors (and so gRPC statuses and HTTP codes).
+ * Anything that is not a domain or Connect error is logged and answered as a bare internal error,
+ * so no driver or stack detail reaches a client.
+ */
+export function toConnectError(error: unknown, log: ErrorLogger): ConnectError {
+  if (error instanceof ConnectError) return error;
+  if (error instanceof RegistryError) {
+    if (error.kind === "unavailable" || error.kind === "deadline_exceeded") log(error);
+    const details =
+      error instanceof InvalidArgumentError
+        ? [{ desc: BadRequestSchema, value: create(BadRequestSchema, { fieldViolations: [...error.violations] }) }]
+        : [];
+    return new ConnectError(error.message, CODES[error.kind], undefined, details);
+  }
+  log(error);
+  return new ConnectError("internal error", Code.Internal);
+}
+
+export function createErrorMappingInterceptor(log: ErrorLogger): Interceptor {
+  return (next) => async (request) => {
+    try {
+      return await next(request);
+    } catch (error) {
+      throw toConnectError(error, log);
+    }
+  };
+}

@@ -1,0 +1,103 @@
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { Principal } from "../auth/principal.js";
+import type { EntryInput } from "../domain/entry-rules.js";
+import type { StoredEntry, EntryVersionSummary } from "../entries/entry-repository.js";
+import type { EntryService } from "../entries/entry-service.js";
+import { InvalidArgumentError } from "../errors.js";
+import type { Entry, EntryVersion } from "../../gen/registry/v1/entry_pb.js";
+import type { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+import type { EntrySchema, EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
+
+/** Authenticates the caller of a write from its authorization header. */
+export type Authenticate = (authorization: string | null) => Promise<Principal>;
+
+export interface RegistryServiceImplOptions {
+  readonly entries: EntryService;
+  readonly authenticate: Authenticate;
+}
+
+/** registry.v1.RegistryService: translation between protobuf messages and the entry service. */
+export function createRegistryServiceImpl(
+  options: RegistryServiceImplOptions,
+): ServiceImpl<typeof RegistryService> {
+  const { entries, authenticate } = options;
+  const caller = (context: HandlerContext) => authenticate(context.requestHeader.get("authorization"));
+
+  return {
+    async createEntry(request, context) {
+      const principal = await caller(context);
+      if (request.entry === undefined) throw InvalidArgumentError.of("entry", "is required");
+      const stored = await entries.create(principal, entryInputOf(request.entry));
+      return { entry: entryMessage(stored) };
+    },
+    async resolveEntry(request) {
+      return { entry: entryMessage(await entries.resolve(request.did)) };
+    },
+    async listEntryVersions(request) {
+      return { versions: (await entries.listVersions(request.did)).map(versionMessage) };
+    },
+    async revokeEntry(request, context) {
+      const principal = await caller(context);
+      const revoked = await entries.revoke(principal, request);
+      return { entries: revoked.map(entryMessage) };
+    },
+  };
+}
+
+function entryInputOf(entry: Entry): EntryInput {
+  const serviceSetFields = [
+    entry.sequence !== 0n && "sequence",
+    entry.status !== "" && "status",
+    entry.revokedAt !== undefined && "revokedAt",
+    entry.revocationReason !== undefined && "revocationReason",
+    entry.isLatest && "isLatest",
+  ].filter((field): field is string => field !== false);
+  return {
+    entryDid: entry.entryDid,
+    entryType: entry.entryType,
+    version: entry.version,
+    publisherDid: entry.publisherDid,
+    publishedAt: entry.publishedAt,
+    description: entry.description,
+    tags: entry.tags,
+    data: entry.data ?? {},
+    contentHash: entry.contentHash,
+    bondAmount: entry.bondAmount,
+    signature: entry.signature,
+    serviceSetFields,
+  };
+}
+
+export function entryMessage(entry: StoredEntry): MessageInitShape<typeof EntrySchema> {
+  return {
+    entryDid: entry.entryDid,
+    entryType: entry.entryType,
+    version: entry.version,
+    publisherDid: entry.publisherDid,
+    publishedAt: entry.publishedAt.toISOString(),
+    description: entry.description,
+    tags: [...entry.tags],
+    data: entry.data as MessageInitShape<typeof EntrySchema>["data"],
+    contentHash: entry.contentHash,
+    bondAmount: entry.bondAmount,
+    signature: entry.signature,
+    sequence: entry.sequence,
+    status: entry.status,
+    revokedAt: entry.revokedAt?.toISOString(),
+    revocationReason: entry.revocationReason ?? undefined,
+    isLatest: entry.isLatest,
+  };
+}
+
+function versionMessage(version: EntryVersionSummary): MessageInitShape<typeof EntryVersionSchema> {
+  return {
+    version: version.version,
+    entryDid: version.entryDid,
+    status: version.status,
+    publishedAt: version.publishedAt.toISOString(),
+    sequence: version.sequence,
+  };
+}
+
+export type { EntryVersion };

@@ -1,0 +1,23 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
+import type { TokenIssuer } from "../auth/token-issuer.js";
+
+/**
+ * auth.v1.TokenService over the token issuer. Domain errors pass through untouched: the error
+ * mapping interceptor turns them into Connect codes for every protocol at once.
+ */
+export function createTokenServiceImpl(issuer: TokenIssuer): ServiceImpl<typeof TokenService> {
+  return {
+    async issueToken(request, context) {
+      const issued = await issuer.issueToken(context.requestHeader.get("authorization"), {
+        scopes: request.scopes,
+        ttlSeconds: request.ttlSeconds,
+      });
+      return { ...issued };
+    },
+
+    async getJwks() {
+      return { keys: (await issuer.jwks()).map((key) => ({ ...key })) };
+    },
+  };
+}

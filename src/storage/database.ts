@@ -1,0 +1,77 @@
+import { mkdir } from "node:fs/promises";
+import knexFactory, { type Knex } from "knex";
+import { migrationSource } from "./migrations/index.js";
+
+export interface DatabaseOptions {
+  /** A postgres:// URL; when absent the embedded PGlite database in `dataDir` is used. */
+  readonly databaseUrl?: string;
+  /** Directory of the embedded database, or "memory://" for one that lives in memory. */
+  readonly dataDir: string;
+  /** Most connections to keep open to Postgres (PGlite always has exactly one). */
+  readonly poolMax?: number;
+  /** Every statement is cancelled after this long, so no query can hold a connection forever. */
+  readonly statementTimeoutMs?: number;
+}
+
+/** An open database: Postgres through `pg`, or PGlite in-process through the same `pg` client. */
+export interface Database {
+  readonly knex: Knex;
+  readonly kind: "postgres" | "pglite";
+  /** Resolves when a trivial query succeeds; rejects otherwise. */
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export async function openDatabase(options: DatabaseOptions): Promise<Database> {
+  const statementTimeout = options.statementTimeoutMs ?? 5_000;
+  if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
+    const knex = knexFactory({
+      client: "pg",
+      connection: {
+        connectionString: options.databaseUrl,
+        statement_timeout: statementTimeout,
+        application_name: "registry",
+      },
+      pool: { min: 0, max: options.poolMax ?? 16 },
+    });
+    return wrap(knex, "postgres", async () => knex.destroy());
+  }
+  return openPglite(options.dataDir, statementTimeout);
+}
+
+async function openPglite(dataDir: string, statementTimeout: number): Promise<Database> {
+  // Loaded lazily so deployments on Postgres never load the WASM build.
+  const { PGlite } = await import("@electric-sql/pglite");
+  const { createPgConfig } = await import("@electric-sql/pglite/node-postgres");
+  if (!dataDir.startsWith("memory://")) await mkdir(dataDir, { recursive: true });
+  const pglite = await PGlite.create(dataDir);
+  await pglite.exec(`SET statement_timeout = ${Math.trunc(statementTimeout)}`);
+  const knex = knexFactory({
+    client: "pg",
+    // A function, because knex deep-clones plain connection objects and the adapter's
+    // connection carries private state.
+    connection: () => createPgConfig(pglite) as unknown as Knex.PgConnectionConfig,
+    pool: { min: 0, max: 1 },
+  });
+  return wrap(knex, "pglite", async () => {
+    await knex.destroy();
+    await pglite.close();
+  });
+}
+
+function wrap(knex: Knex, kind: Database["kind"], close: () => Promise<void>): Database {
+  return {
+    knex,
+    kind,
+    async ping() {
+      await knex.raw("select 1");
+    },
+    close,
+  };
+}
+
+/** Brings the schema up to date. Safe to run from several processes at once (knex takes a lock). */
+export async function migrateToLatest(database: Database): Promise<string[]> {
+  const [, applied] = (await database.knex.migrate.latest({ migrationSource })) as [number, string[]];
+  return applied;
+}

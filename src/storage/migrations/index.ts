@@ -1,0 +1,29 @@
+import type { Knex } from "knex";
+import * as entries from "./0001-entries.js";
+import * as auth from "./0002-auth.js";
+
+interface Migration {
+  up(knex: Knex): Promise<void>;
+  down(knex: Knex): Promise<void>;
+}
+
+/**
+ * Migrations are listed here rather than discovered on disk, so they run the same from sources
+ * under tsx, from a build, and from tests, with no file globbing.
+ */
+const migrations: ReadonlyArray<readonly [string, Migration]> = [
+  ["0001-entries", entries],
+  ["0002-auth", auth],
+];
+
+export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
+  async getMigrations() {
+    return [...migrations];
+  },
+  getMigrationName([name]) {
+    return name;
+  },
+  async getMigration([, migration]) {
+    return migration;
+  },
+};
