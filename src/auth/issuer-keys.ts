@@ -171,7 +171,7 @@ async function ensureCurrentKeyRecord(
   repository: AuthRepository,
   clock: () => Date,
 ): Promise<IssuerKeyRecord> {
-  // Two rounds suffice unless keys are retired as fast as they are created.
+  // A lost insert costs one more round; a third only matters if keys are retired as fast as made.
   for (let attempt = 0; attempt < 3; attempt++) {
     const now = clock();
     const current = (await repository.listIssuerKeys({ retiredAfter: now })).find(isCurrent);
@@ -185,7 +185,9 @@ async function ensureCurrentKeyRecord(
 async function keySetFromPrivateJwk(privateJwk: JWK): Promise<IssuerKeySet> {
   const { kty, crv, x, d } = privateJwk;
   if (kty !== "OKP" || crv !== "Ed25519" || typeof x !== "string" || typeof d !== "string") {
-    throw new ConfigError('the issuer key must be an Ed25519 private JWK ({"kty":"OKP","crv":"Ed25519","x","d"})');
+    throw new ConfigError(
+      'the issuer key must be an Ed25519 private JWK ({"kty":"OKP","crv":"Ed25519","x","d"})',
+    );
   }
   if (publicXOf({ kty, crv, x, d }) !== x) {
     throw new ConfigError('the issuer key\'s "x" is not the public half of its "d"');

@@ -2,7 +2,8 @@ import { parseArgs } from "node:util";
 import { startRegistry } from "../app.js";
 import { ConfigError, loadConfig, role } from "../config.js";
 import { createLogger, describeError } from "../logger.js";
-import { migrateToLatest, openDatabase } from "../storage/database.js";
+import { DatabaseInUseError, migrateToLatest, openDatabase } from "../storage/database.js";
+import { runIssuerKeyCommand } from "./issuer-key-command.js";
 import { runKeyCommand } from "./key-commands.js";
 import { runRootTokenCommand } from "./root-token-command.js";
 
@@ -13,6 +14,7 @@ const USAGE = `usage: registry <command>
   root-token create --subject <did:key> --scopes <a,b> [--description <text>]
   root-token list
   root-token revoke <id>
+  issuer-key list | rotate           show or rotate the token issuer's signing keys
   key generate                       make an Ed25519 key and its did:key
   sign entry --key <seed> --file <entry.json|->
   sign revoke --key <seed> --did <did> --reason <text>
@@ -34,6 +36,8 @@ export async function main(argv: string[]): Promise<number> {
         return await migrate();
       case "root-token":
         return await runRootTokenCommand(rest, loadConfig(), io);
+      case "issuer-key":
+        return await runIssuerKeyCommand(rest, loadConfig(), io);
       case "key":
       case "sign":
         return await runKeyCommand([command, ...rest], io);
@@ -42,7 +46,7 @@ export async function main(argv: string[]): Promise<number> {
         return command === undefined || command === "help" || command === "--help" ? 0 : 2;
     }
   } catch (error) {
-    if (error instanceof ConfigError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
+    if (error instanceof ConfigError || error instanceof DatabaseInUseError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
       io.stderr(`registry: ${(error as Error).message}\n`);
       return 2;
     }

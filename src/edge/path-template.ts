@@ -105,7 +105,8 @@ export function matchPathTemplate(
   const values = new Map<string, string>();
   for (const variable of template.variables) {
     const captured = parts.slice(variable.start, variable.end < 0 ? undefined : variable.end);
-    const value = decodeVariable(captured);
+    const multiSegment = variable.end < 0 || variable.end - variable.start > 1;
+    const value = decodeVariable(captured, multiSegment);
     if (value === undefined) return undefined;
     values.set(variable.fieldPath, value);
   }
@@ -116,9 +117,9 @@ export function matchPathTemplate(
  * A single-segment variable decodes every escape; a multi-segment one keeps "%2F" so a decoded
  * "/" cannot be confused with a separator (the rule of google.api.http).
  */
-function decodeVariable(parts: string[]): string | undefined {
+function decodeVariable(parts: string[], multiSegment: boolean): string | undefined {
   try {
-    if (parts.length === 1) return decodeURIComponent(parts[0] ?? "");
+    if (!multiSegment) return decodeURIComponent(parts[0] ?? "");
     return parts.map((part) => decodeURIComponent(part.replace(/%2F/gi, "%252F"))).join("/");
   } catch {
     return undefined;

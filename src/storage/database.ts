@@ -1,4 +1,5 @@
-import { mkdir } from "node:fs/promises";
+import { mkdir, open, readFile, rm } from "node:fs/promises";
+import { join } from "node:path";
 import knexFactory, { type Knex } from "knex";
 import { migrationSource } from "./migrations/index.js";
 
@@ -43,8 +44,12 @@ async function openPglite(dataDir: string, statementTimeout: number): Promise<Da
   // Loaded lazily so deployments on Postgres never load the WASM build.
   const { PGlite } = await import("@electric-sql/pglite");
   const { createPgConfig } = await import("@electric-sql/pglite/node-postgres");
-  if (!dataDir.startsWith("memory://")) await mkdir(dataDir, { recursive: true });
-  const pglite = await PGlite.create(dataDir);
+  const inMemory = dataDir.startsWith("memory://");
+  const releaseLock = inMemory ? async () => {} : await lockDataDir(dataDir);
+  const pglite = await PGlite.create(dataDir).catch(async (error: unknown) => {
+    await releaseLock();
+    throw error;
+  });
   await pglite.exec(`SET statement_timeout = ${Math.trunc(statementTimeout)}`);
   const knex = knexFactory({
     client: "pg",
@@ -56,7 +61,47 @@ async function openPglite(dataDir: string, statementTimeout: number): Promise<Da
   return wrap(knex, "pglite", async () => {
     await knex.destroy();
     await pglite.close();
+    await releaseLock();
   });
+}
+
+export class DatabaseInUseError extends Error {}
+
+/**
+ * PGlite is one process's database: a second process opening the same directory would corrupt
+ * it. A lock file holding the owner's pid turns that into a clear error; a lock left by a process
+ * that no longer runs is taken over.
+ */
+async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+  await mkdir(dataDir, { recursive: true });
+  const lockPath = join(dataDir, "registry.lock");
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      const handle = await open(lockPath, "wx");
+      await handle.writeFile(String(process.pid));
+      await handle.close();
+      return () => rm(lockPath, { force: true });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      const owner = Number((await readFile(lockPath, "utf8").catch(() => "")).trim());
+      if (Number.isInteger(owner) && owner > 0 && isRunning(owner)) {
+        throw new DatabaseInUseError(
+          `the embedded database in ${dataDir} is in use by process ${owner}; stop it first, or point both at a Postgres server with DATABASE_URL`,
+        );
+      }
+      await rm(lockPath, { force: true });
+    }
+  }
+  throw new DatabaseInUseError(`cannot lock the embedded database in ${dataDir}`);
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
 }
 
 function wrap(knex: Knex, kind: Database["kind"], close: () => Promise<void>): Database {

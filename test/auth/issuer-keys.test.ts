@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccessTokenVerifier } from "../../src/auth/access-token-verifier.js";
 import { createKnexAuthRepository, type AuthRepository } from "../../src/auth/auth-repository.js";
 import {
@@ -12,16 +12,20 @@ import { UnauthenticatedError } from "../../src/errors.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 import { AUDIENCE, decodeJwtPart, ISSUER_URL, issuerConfig, mintRootToken } from "./auth-fixtures.js";
 
-// A fresh database per test: these tests are about the key table's whole state.
 let testDatabase: TestDatabase;
 let repository: AuthRepository;
 
-beforeEach(async () => {
+beforeAll(async () => {
   testDatabase = await createTestDatabase();
   repository = createKnexAuthRepository(testDatabase.database.knex);
 });
 
-afterEach(async () => {
+// These tests are about the key table's whole state, so each starts with an empty one.
+beforeEach(async () => {
+  await testDatabase.database.knex("issuer_keys").delete();
+});
+
+afterAll(async () => {
   await testDatabase?.drop();
 });
 

@@ -232,35 +232,27 @@ describe("jwks", () => {
 
 describe("a key given by the environment", () => {
   it("signs with that key, publishes only it, and stores no key", async () => {
-    const separate = await createTestDatabase();
-    try {
-      const separateRepository = createKnexAuthRepository(separate.database.knex);
-      const { privateJwk } = await ed25519TestKey();
-      const envIssuer = createTokenIssuer({
-        repository: separateRepository,
-        config: issuerConfig({ issuerPrivateJwk: privateJwk }),
-      });
-      const { token, record } = await mintRootToken(separateRepository, ["registry.admin"]);
+    await issuer.jwks(); // the database issuer's key, made before counting
+    const keyCount = async () => Number((await testDatabase.database.knex("issuer_keys").count({ count: "*" }))[0]!.count);
+    const keysBefore = await keyCount();
+    const { privateJwk } = await ed25519TestKey();
+    const envIssuer = createTokenIssuer({ repository, config: issuerConfig({ issuerPrivateJwk: privateJwk }) });
+    const { token, record } = await mintRootToken(repository, ["registry.admin"]);
 
-      const issued = await envIssuer.issueToken(`Bearer ${token}`, { scopes: ["registry.admin"] });
+    const issued = await envIssuer.issueToken(`Bearer ${token}`, { scopes: ["registry.admin"] });
 
-      const { calculateJwkThumbprint } = await import("jose");
-      const kid = await calculateJwkThumbprint({ kty: "OKP", crv: "Ed25519", x: privateJwk.x! });
-      expect(decodeJwtPart(issued.accessToken, 0).kid).toBe(kid);
-      expect((await envIssuer.jwks()).map((key) => key.kid)).toEqual([kid]);
-      expect(await separate.database.knex("issuer_keys").count({ count: "*" })).toEqual([{ count: "0" }]);
-      const principal = await localVerifier(envIssuer).authenticate(`Bearer ${issued.accessToken}`);
-      expect(principal.subject).toBe(record.subject);
-      // Tokens from the database's keys are not accepted by an issuer configured with another key.
-      const other = await issuer.issueToken(`Bearer ${(await mintRootToken(repository, ["registry.admin"])).token}`, {
-        scopes: ["registry.admin"],
-      });
-      await expect(localVerifier(envIssuer).authenticate(`Bearer ${other.accessToken}`)).rejects.toBeInstanceOf(
-        UnauthenticatedError,
-      );
-    } finally {
-      await separate.drop();
-    }
+    const { calculateJwkThumbprint } = await import("jose");
+    const kid = await calculateJwkThumbprint({ kty: "OKP", crv: "Ed25519", x: privateJwk.x! });
+    expect(decodeJwtPart(issued.accessToken, 0).kid).toBe(kid);
+    expect((await envIssuer.jwks()).map((key) => key.kid)).toEqual([kid]);
+    expect(await keyCount()).toBe(keysBefore);
+    const principal = await localVerifier(envIssuer).authenticate(`Bearer ${issued.accessToken}`);
+    expect(principal.subject).toBe(record.subject);
+    // Tokens signed with the database's key are refused where only the environment's key counts.
+    const fromDatabaseKey = await issuer.issueToken(`Bearer ${token}`, { scopes: ["registry.admin"] });
+    await expect(localVerifier(envIssuer).authenticate(`Bearer ${fromDatabaseKey.accessToken}`)).rejects.toBeInstanceOf(
+      UnauthenticatedError,
+    );
   });
 
   it("refuses a JWK whose public half does not belong to its private half", async () => {
