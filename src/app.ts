@@ -18,6 +18,9 @@ import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
 import { describeError, type Logger } from "./logger.js";
 import { migrateToLatest, openDatabase, type Database } from "./storage/database.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
+import { createLocalChangeFeed, createPostgresChangeFeed } from "./storage/change-feed.js";
+import { createCachedEntryRepository } from "./storage/entry-cache.js";
+import type { EntryRepository } from "./entries/entry-repository.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { TokenService } from "../gen/auth/v1/token_service_pb.js";
 import { RegistryService } from "../gen/registry/v1/registry_service_pb.js";
@@ -45,11 +48,12 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   await migrateToLatest(database);
   const shutdown = new AbortController();
   const served: DescService[] = [];
+  const entryStore = await openEntryRepository(config, database, logger);
   let capturedRouter: ConnectRouter | undefined;
 
   const register = (router: ConnectRouter) => {
     capturedRouter = router;
-    registerServices(router, config, database, served);
+    registerServices(router, config, database, entryStore.repository, served);
     const isReady = () => database.ping().then(() => true);
     router.service(Health, createHealthService(isReady, { services: served.map((s) => s.typeName) }));
     registerReflection(router, [...served, Health]);
@@ -93,12 +97,40 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     async close() {
       shutdown.abort();
       await server.close();
+      await entryStore.close();
       if (options.database === undefined) await database.close();
     },
   };
 }
 
-function registerServices(router: ConnectRouter, config: RegistryConfig, database: Database, served: DescService[]) {
+/**
+ * The entry repository, behind a per-process read cache unless ENTRY_CACHE_SIZE is 0. On Postgres
+ * other processes' writes reach the cache through LISTEN/NOTIFY; an embedded database has no
+ * other writers.
+ */
+async function openEntryRepository(config: RegistryConfig, database: Database, logger: Logger) {
+  const repository = createKnexEntryRepository(database.knex);
+  if (config.entryCacheSize === 0 || config.role === "auth") return { repository, close: async () => {} };
+  const feed =
+    database.url !== undefined
+      ? await createPostgresChangeFeed({
+          databaseUrl: database.url,
+          onError: (error) => logger.error("entry change feed lost; caching paused", describeError(error)),
+        })
+      : createLocalChangeFeed();
+  return {
+    repository: createCachedEntryRepository(repository, feed, { maxEntries: config.entryCacheSize }) as EntryRepository,
+    close: () => feed.close(),
+  };
+}
+
+function registerServices(
+  router: ConnectRouter,
+  config: RegistryConfig,
+  database: Database,
+  entryRepository: EntryRepository,
+  served: DescService[],
+) {
   const authRepository = createKnexAuthRepository(database.knex);
   const issuer =
     config.role === "registry" ? undefined : createTokenIssuer({ repository: authRepository, config });
@@ -113,7 +145,7 @@ function registerServices(router: ConnectRouter, config: RegistryConfig, databas
     keys: issuer === undefined ? new URL(`${config.authUrl}/.well-known/jwks.json`) : (opts) => issuer.jwks(opts),
   });
   const entries = createEntryService({
-    repository: createKnexEntryRepository(database.knex),
+    repository: entryRepository,
     entryTypes: config.entryTypes,
   });
   router.service(

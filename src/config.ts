@@ -24,6 +24,8 @@ export interface RegistryConfig {
   readonly tokenMaxTtlSeconds: number;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
+  /** Entry DIDs whose resolves and version lists are cached per process; 0 turns caching off. */
+  readonly entryCacheSize: number;
   /** Origins allowed by CORS; ["*"] allows any. */
   readonly corsOrigins: readonly string[];
 }
@@ -50,6 +52,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     tokenAudience: env.TOKEN_AUDIENCE ?? "registry",
     tokenMaxTtlSeconds: integer(env, "AUTH_MAX_TTL_SECONDS", 3600, 1, 86_400),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 256 * 1024, 1024, 64 * 1024 * 1024),
+    entryCacheSize: integer(env, "ENTRY_CACHE_SIZE", 50_000, 0, 10_000_000),
     corsOrigins: list(env.CORS_ORIGINS ?? "*", "CORS_ORIGINS"),
     ...overrides,
   };

@@ -18,6 +18,8 @@ export interface DatabaseOptions {
 export interface Database {
   readonly knex: Knex;
   readonly kind: "postgres" | "pglite";
+  /** The postgres:// URL it was opened with; undefined for PGlite. */
+  readonly url: string | undefined;
   /** Resolves when a trivial query succeeds; rejects otherwise. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -35,7 +37,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       },
       pool: { min: 0, max: options.poolMax ?? 16 },
     });
-    return wrap(knex, "postgres", async () => knex.destroy());
+    return wrap(knex, "postgres", options.databaseUrl, async () => knex.destroy());
   }
   return openPglite(options.dataDir, statementTimeout);
 }
@@ -58,7 +60,7 @@ async function openPglite(dataDir: string, statementTimeout: number): Promise<Da
     connection: () => createPgConfig(pglite) as unknown as Knex.PgConnectionConfig,
     pool: { min: 0, max: 1 },
   });
-  return wrap(knex, "pglite", async () => {
+  return wrap(knex, "pglite", undefined, async () => {
     await knex.destroy();
     await pglite.close();
     await releaseLock();
@@ -104,10 +106,11 @@ function isRunning(pid: number): boolean {
   }
 }
 
-function wrap(knex: Knex, kind: Database["kind"], close: () => Promise<void>): Database {
+function wrap(knex: Knex, kind: Database["kind"], url: string | undefined, close: () => Promise<void>): Database {
   return {
     knex,
     kind,
+    url,
     async ping() {
       await knex.raw("select 1");
     },

@@ -7,6 +7,7 @@ import type {
   StoredEntry,
 } from "../entries/entry-repository.js";
 import { AlreadyExistsError, PermissionDeniedError } from "../errors.js";
+import { ENTRY_CHANGES_CHANNEL } from "./change-feed.js";
 import { isUniqueViolation, translateDriverErrors } from "./driver-errors.js";
 import {
   entryFromRow,
@@ -80,6 +81,7 @@ async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> 
         .insert({ ...rowFromValidEntry(entry), sequence: tx.raw("nextval('entry_sequence')") })
         .returning("*");
       await recomputeLatest(tx, entry.baseDid);
+      await notifyChange(tx, entry.baseDid);
       const stored = await tx<EntryRow>("entries").where({ sequence: (row as EntryRow).sequence }).first();
       return entryFromRow(stored as EntryRow);
     });
@@ -142,9 +144,15 @@ async function revoke(
       .where({ status: "active" })
       .update({ status: "revoked", revoked_at: revocation.revokedAt, revocation_reason: revocation.reason });
     await recomputeLatest(tx, baseDid);
+    await notifyChange(tx, baseDid);
     const rows: EntryRow[] = await addressed(tx("entries")).select("*").orderBy("version_key", "desc");
     return rows.map(entryFromRow);
   });
+}
+
+/** Tells every process's cache, on commit, that this entry changed (see change-feed.ts). */
+async function notifyChange(tx: Knex.Transaction, baseDid: string): Promise<void> {
+  await tx.raw("select pg_notify(?, ?)", [ENTRY_CHANGES_CHANNEL, baseDid]);
 }
 
 function alreadyPublished(entry: ValidEntry): AlreadyExistsError {
