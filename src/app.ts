@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
 import type { DescService } from "@bufbuild/protobuf";
 import { createConnectRouter, type ConnectRouter } from "@connectrpc/connect";
@@ -47,6 +48,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const database = options.database ?? (await openDatabase({ ...config, poolMax: config.databasePoolMax }));
   await migrateToLatest(database);
   const shutdown = new AbortController();
+  // Connect links every call in flight to this signal: one listener each, legitimately many.
+  setMaxListeners(0, shutdown.signal);
   const served: DescService[] = [];
   const entryStore = await openEntryRepository(config, database, logger);
   let capturedRouter: ConnectRouter | undefined;

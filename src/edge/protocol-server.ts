@@ -27,14 +27,32 @@ export function createProtocolServer(listener: RequestListener): ProtocolServer 
   const h2 = http2.createServer({}, listener);
   const sockets = new Set<Socket>();
   const sessions = new Set<http2.ServerHttp2Session>();
+  // HTTP/1 sockets and their requests in flight. node only tracks connections of servers that
+  // listen themselves (closeIdleConnections does nothing here), so shutdown needs its own count.
+  const h1InFlight = new Map<Socket, number>();
+  let closing = false;
+
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
   });
+  h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const socket = req.socket;
+    h1InFlight.set(socket, (h1InFlight.get(socket) ?? 0) + 1);
+    if (closing && !res.headersSent) res.setHeader("connection", "close");
+    res.once("close", () => {
+      const left = (h1InFlight.get(socket) ?? 1) - 1;
+      h1InFlight.set(socket, left);
+      if (closing && left === 0) socket.end();
+    });
+  });
 
   const front = net.createServer((socket) => {
     sockets.add(socket);
-    socket.once("close", () => sockets.delete(socket));
+    socket.once("close", () => {
+      sockets.delete(socket);
+      h1InFlight.delete(socket);
+    });
     socket.on("error", () => socket.destroy());
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
@@ -49,6 +67,7 @@ export function createProtocolServer(listener: RequestListener): ProtocolServer 
       // the native handle itself: resuming the JS stream here would hand those bytes to no one.
       if (mayBeHttp2) h2.emit("connection", socket);
       else {
+        h1InFlight.set(socket, 0);
         h1.emit("connection", socket);
         socket.resume();
       }
@@ -67,15 +86,17 @@ export function createProtocolServer(listener: RequestListener): ProtocolServer 
       });
     },
     async close(graceMs = 5_000) {
+      closing = true;
       const closed = new Promise<void>((resolve) => front.close(() => resolve()));
       for (const session of sessions) session.close();
-      h1.closeIdleConnections();
+      // Idle keep-alive connections close now; busy ones right after their last response.
+      for (const [socket, inFlight] of h1InFlight) if (inFlight === 0) socket.end();
+      // A connection that never sent a byte has no protocol yet and would otherwise wait out the grace.
+      for (const socket of sockets) if (!h1InFlight.has(socket) && socket.bytesRead === 0) socket.destroy();
       const deadline = setTimeout(() => {
         for (const socket of sockets) socket.destroy();
       }, graceMs);
       deadline.unref();
-      // HTTP/1 keep-alive sockets that finish their request are closed as they go idle.
-      h1.on("request", (_req, res) => res.setHeader("connection", "close"));
       await closed;
       clearTimeout(deadline);
     },

@@ -144,7 +144,11 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
 
   async function invoke(route: RestRoute, message: JsonObject, req: NodeRequest, res: NodeResponse) {
     const abort = new AbortController();
-    res.once("close", () => abort.abort());
+    // Only a client that left before the answer was written cancels the call; aborting on every
+    // close would build an AbortError (with its stack) per request for nothing.
+    res.once("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
     const request: UniversalServerRequest = {
       httpVersion: req.httpVersion,
       method: "POST",

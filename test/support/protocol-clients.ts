@@ -1,5 +1,5 @@
 import * as grpc from "@grpc/grpc-js";
-import { fromBinary, fromJson, toBinary, toJson, type DescMessage, type DescService, type JsonValue } from "@bufbuild/protobuf";
+import { fromBinary, fromJson, toJson, type DescMessage, type DescService, type JsonValue } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { createRegistry } from "@bufbuild/protobuf";
@@ -7,6 +7,7 @@ import { anyUnpack } from "@bufbuild/protobuf/wkt";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
+import { grpcJsClientConstructor } from "./grpc-js-client.js";
 
 export type Protocol = "grpc" | "connect" | "grpc-web" | "rest";
 export const PROTOCOLS: readonly Protocol[] = ["grpc", "connect", "grpc-web", "rest"];
@@ -76,19 +77,7 @@ function connectInvoker(protocol: "connect" | "grpc-web", baseUrl: string): Invo
 
 /** A @grpc/grpc-js client for a protobuf-es service, with no proto-loader: codecs come from the descriptors. */
 function grpcJsInvoker(service: DescService, baseUrl: string): Invoker {
-  const definition: Record<string, grpc.MethodDefinition<any, any>> = {};
-  for (const method of service.methods) {
-    definition[method.name] = {
-      path: `/${service.typeName}/${method.name}`,
-      requestStream: false,
-      responseStream: false,
-      requestSerialize: (value: any) => Buffer.from(toBinary(method.input, value)),
-      requestDeserialize: (bytes: Buffer) => fromBinary(method.input, bytes),
-      responseSerialize: (value: any) => Buffer.from(toBinary(method.output, value)),
-      responseDeserialize: (bytes: Buffer) => fromBinary(method.output, bytes),
-    };
-  }
-  const Client = grpc.makeGenericClientConstructor(definition, service.typeName);
+  const Client = grpcJsClientConstructor(service);
   const client = new Client(new URL(baseUrl).host, grpc.credentials.createInsecure()) as any;
   return {
     invoke(method, request, token) {

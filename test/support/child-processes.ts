@@ -1,0 +1,137 @@
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { mkdtemp, rm } from "node:fs/promises";
+import net from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The project's own CLI entry, run as a real process (through tsx, as `npm start` does). */
+export const REGISTRY_BIN = fileURLToPath(new URL("../../bin/registry.js", import.meta.url));
+export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/** Every variable the registry reads; a child gets none of them from the test's environment unless given. */
+const REGISTRY_VARIABLES = [
+  "PORT", "HOST", "DATABASE_URL", "REGISTRY_DATA_DIR", "AUTH_URL", "TOKEN_AUDIENCE", "PUBLIC_URL",
+  "REGISTRY_ROLE", "REGISTRY_ENTRY_TYPES", "AUTH_MAX_TTL_SECONDS", "DATABASE_POOL_MAX",
+];
+
+/** The test process's environment without the registry's variables, plus `overrides`. */
+export function childEnv(overrides: Record<string, string | undefined>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of REGISTRY_VARIABLES) delete env[name];
+  for (const [name, value] of Object.entries(overrides)) {
+    if (value === undefined) delete env[name];
+    else env[name] = value;
+  }
+  return env;
+}
+
+/** A port that was free a moment ago: listen on 0, read the port, close. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export async function temporaryDirectory(prefix: string): Promise<{ path: string; remove(): Promise<void> }> {
+  const path = await mkdtemp(join(tmpdir(), prefix));
+  return { path, remove: () => rm(path, { recursive: true, force: true }) };
+}
+
+export interface CliResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs `node bin/registry.js ...args` to completion; never rejects on a non-zero exit. */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    execFile(
+      process.execPath,
+      [REGISTRY_BIN, ...args],
+      { env, cwd: PROJECT_ROOT, timeout: timeoutMs, killSignal: "SIGKILL" },
+      (error, stdout, stderr) => {
+        if (error !== null && typeof error.code !== "number") {
+          reject(new Error(`registry ${args.join(" ")} did not finish: ${error.message}\n${stderr}`));
+          return;
+        }
+        resolve({ code: error === null ? 0 : (error.code as number), stdout, stderr });
+      },
+    );
+  });
+}
+
+export interface ServerProcess {
+  readonly url: string;
+  readonly child: ChildProcess;
+  /** Everything written so far on stdout and stderr. */
+  output(): string;
+  /** SIGTERM, then the exit code and signal; SIGKILL and reject if it takes longer than `timeoutMs`. */
+  stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }>;
+}
+
+/** Starts `node bin/registry.js serve ...args` on `port` and waits until /healthz answers 200. */
+export async function startServerProcess(
+  args: readonly string[],
+  port: number,
+  env: NodeJS.ProcessEnv,
+  timeoutMs = 60_000,
+): Promise<ServerProcess> {
+  const child = spawn(process.execPath, [REGISTRY_BIN, "serve", ...args], {
+    env: { ...env, PORT: String(port), HOST: "127.0.0.1" },
+    cwd: PROJECT_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+  let hasExited = false;
+  void exited.then(() => (hasExited = true));
+  const url = `http://127.0.0.1:${port}`;
+
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (hasExited) throw new Error(`registry serve ${args.join(" ")} exited before it was healthy:\n${output}`);
+    const healthy = await fetch(`${url}/healthz`, { signal: AbortSignal.timeout(1_000) })
+      .then((response) => response.status === 200)
+      .catch(() => false);
+    if (healthy) break;
+    if (Date.now() > deadline) {
+      child.kill("SIGKILL");
+      throw new Error(`registry serve ${args.join(" ")} was not healthy within ${timeoutMs} ms:\n${output}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+
+  return {
+    url,
+    child,
+    output: () => output,
+    async stop(stopTimeoutMs = 5_000) {
+      if (hasExited) return { ...(await exited), afterMs: 0 };
+      const started = Date.now();
+      child.kill("SIGTERM");
+      let timer: NodeJS.Timeout | undefined;
+      const timedOut = new Promise<"timeout">((resolve) => {
+        timer = setTimeout(() => resolve("timeout"), stopTimeoutMs);
+      });
+      const outcome = await Promise.race([exited, timedOut]);
+      clearTimeout(timer);
+      if (outcome === "timeout") {
+        child.kill("SIGKILL");
+        await exited;
+        throw new Error(`registry serve ${args.join(" ")} did not exit within ${stopTimeoutMs} ms of SIGTERM:\n${output}`);
+      }
+      return { ...outcome, afterMs: Date.now() - started };
+    },
+  };
+}
