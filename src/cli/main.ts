@@ -1,11 +1,7 @@
 import { parseArgs } from "node:util";
-import { startRegistry } from "../app.js";
 import { ConfigError, loadConfig, role } from "../config.js";
 import { createLogger, describeError } from "../logger.js";
-import { DatabaseInUseError, migrateToLatest, openDatabase } from "../storage/database.js";
-import { runIssuerKeyCommand } from "./issuer-key-command.js";
-import { runKeyCommand } from "./key-commands.js";
-import { runRootTokenCommand } from "./root-token-command.js";
+import { DatabaseInUseError } from "../storage/database.js";
 
 const USAGE = `usage: registry <command>
 
@@ -34,13 +30,20 @@ export async function main(argv: string[]): Promise<number> {
         return await serve(rest);
       case "migrate":
         return await migrate();
-      case "root-token":
+      // Each command loads only its own modules: signing a file should not load the server.
+      case "root-token": {
+        const { runRootTokenCommand } = await import("./root-token-command.js");
         return await runRootTokenCommand(rest, loadConfig(), io);
-      case "issuer-key":
+      }
+      case "issuer-key": {
+        const { runIssuerKeyCommand } = await import("./issuer-key-command.js");
         return await runIssuerKeyCommand(rest, loadConfig(), io);
+      }
       case "key":
-      case "sign":
+      case "sign": {
+        const { runKeyCommand } = await import("./key-commands.js");
         return await runKeyCommand([command, ...rest], io);
+      }
       default:
         io.stderr(USAGE);
         return command === undefined || command === "help" || command === "--help" ? 0 : 2;
@@ -58,6 +61,7 @@ async function serve(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { role: { type: "string" } } });
   const config = loadConfig(process.env, values.role === undefined ? {} : { role: role(values.role) });
   const logger = createLogger();
+  const { startRegistry } = await import("../app.js");
   const registry = await startRegistry(config, { logger });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
@@ -72,6 +76,7 @@ async function serve(args: string[]): Promise<number> {
 }
 
 async function migrate(): Promise<number> {
+  const { migrateToLatest, openDatabase } = await import("../storage/database.js");
   const config = loadConfig();
   const database = await openDatabase(config);
   try {
