@@ -1,7 +1,5 @@
 import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
-import type { DescService } from "@bufbuild/protobuf";
-import { createConnectRouter, type ConnectRouter } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
 import { createKnexAuthRepository } from "./auth/auth-repository.js";
@@ -14,7 +12,7 @@ import { createProtocolServer } from "./edge/protocol-server.js";
 import { registerReflection } from "./edge/reflection-service.js";
 import { createRegistryServiceImpl } from "./edge/registry-service-handlers.js";
 import { createRequestPipeline } from "./edge/request-pipeline.js";
-import { createRestTranscoder } from "./edge/rest-transcoder.js";
+import { createRestTranscoder, servedService, type RestService } from "./edge/rest-transcoder.js";
 import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
 import { describeError, type Logger } from "./logger.js";
 import { migrateToLatest, openDatabase, type Database } from "./storage/database.js";
@@ -50,20 +48,19 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const shutdown = new AbortController();
   // Connect links every call in flight to this signal: one listener each, legitimately many.
   setMaxListeners(0, shutdown.signal);
-  const served: DescService[] = [];
   const entryStore = await openEntryRepository(config, database, logger);
-  let capturedRouter: ConnectRouter | undefined;
+  const services = createServices(config, database, entryStore.repository);
+  const interceptors = [createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error)))];
+  const isReady = () => database.ping().then(() => true);
+  const health = createHealthService(isReady, { services: services.map(({ service }) => service.typeName) });
 
-  const register = (router: ConnectRouter) => {
-    capturedRouter = router;
-    registerServices(router, config, database, entryStore.repository, served);
-    const isReady = () => database.ping().then(() => true);
-    router.service(Health, createHealthService(isReady, { services: served.map((s) => s.typeName) }));
-    registerReflection(router, [...served, Health]);
-  };
   const rpc = connectNodeAdapter({
-    routes: register,
-    interceptors: [createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error)))],
+    routes: (router) => {
+      for (const { service, impl } of services) router.service(service, impl as never);
+      router.service(Health, health);
+      registerReflection(router, [...services.map(({ service }) => service), Health]);
+    },
+    interceptors,
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,
@@ -75,17 +72,18 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       });
     },
   });
-  const router = capturedRouter as unknown as ConnectRouter;
   const transcoder = createRestTranscoder({
-    handlers: router.handlers,
+    services,
+    interceptors,
     registry: createRegistry(BadRequestSchema),
     maxBodyBytes: config.maxBodyBytes,
+    shutdownSignal: shutdown.signal,
   });
   const server = createProtocolServer(
     createRequestPipeline({
       corsOrigins: config.corsOrigins,
       rpc,
-      isReady: () => database.ping().then(() => true),
+      isReady,
     }),
   );
   const address = await server.listen(config.port, config.host);
@@ -127,33 +125,23 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
   };
 }
 
-function registerServices(
-  router: ConnectRouter,
-  config: RegistryConfig,
-  database: Database,
-  entryRepository: EntryRepository,
-  served: DescService[],
-) {
+/** The implementations of the services this role serves. */
+function createServices(config: RegistryConfig, database: Database, entryRepository: EntryRepository): RestService[] {
+  const services: RestService[] = [];
   const authRepository = createKnexAuthRepository(database.knex);
   const issuer =
     config.role === "registry" ? undefined : createTokenIssuer({ repository: authRepository, config });
   if (issuer !== undefined) {
-    router.service(TokenService, createTokenServiceImpl(issuer));
-    served.push(TokenService);
+    services.push(servedService(TokenService, createTokenServiceImpl(issuer)));
   }
-  if (config.role === "auth") return;
+  if (config.role === "auth") return services;
   const verifier = createAccessTokenVerifier({
     issuer: config.authUrl,
     audience: config.tokenAudience,
     keys: issuer === undefined ? new URL(`${config.authUrl}/.well-known/jwks.json`) : (opts) => issuer.jwks(opts),
   });
-  const entries = createEntryService({
-    repository: entryRepository,
-    entryTypes: config.entryTypes,
-  });
-  router.service(
-    RegistryService,
-    createRegistryServiceImpl({ entries, authenticate: (header) => verifier.authenticate(header) }),
-  );
-  served.push(RegistryService);
+  const entries = createEntryService({ repository: entryRepository, entryTypes: config.entryTypes });
+  const impl = createRegistryServiceImpl({ entries, authenticate: (header) => verifier.authenticate(header) });
+  services.push(servedService(RegistryService, impl));
+  return services;
 }

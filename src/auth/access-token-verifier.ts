@@ -59,6 +59,8 @@ const ACCESS_TOKEN_TYPE = "at+jwt";
 const REQUIRED_CLAIMS = ["exp", "iat", "sub", "scope", "jti"];
 const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
 const DEFAULT_MAX_TOKEN_AGE_SECONDS = 86_400;
+/** Verified tokens remembered per process; the oldest are forgotten first. */
+const MAX_VERIFIED_TOKENS = 10_000;
 /** A JWT of ours is a few hundred characters; anything far longer is not one. */
 const MAX_TOKEN_CHARS = 8_192;
 
@@ -78,9 +80,21 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
     maxTokenAge: options.maxTokenAgeSeconds ?? DEFAULT_MAX_TOKEN_AGE_SECONDS,
   };
 
+  // A publisher sends many writes with one token: its signature is checked once, and the result
+  // kept until the token's own expiry (without the clock tolerance, so never longer than a fresh
+  // verification would accept it). Keys only retire after every token they signed has expired,
+  // so a cached answer cannot outlive the key that proved it.
+  const verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
+
   async function authenticate(authorization: string | null | undefined): Promise<Principal> {
     const token = parseBearerCredential(authorization, "access token");
     if (token.length > MAX_TOKEN_CHARS) throw new UnauthenticatedError("access token is malformed");
+    const nowMs = (options.clock?.() ?? new Date()).getTime();
+    const known = verified.get(token);
+    if (known !== undefined) {
+      if (known.expiresAtMs > nowMs) return known.principal;
+      verified.delete(token);
+    }
     let payload: Record<string, unknown>;
     try {
       const currentDate = options.clock?.();
@@ -89,7 +103,12 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
       if (error instanceof RegistryError) throw error;
       throw new UnauthenticatedError(describeRejection(error), { cause: error });
     }
-    return principalOf(payload);
+    const principal = principalOf(payload);
+    if (typeof payload.exp === "number") {
+      if (verified.size >= MAX_VERIFIED_TOKENS) verified.delete(verified.keys().next().value as string);
+      verified.set(token, { principal, expiresAtMs: payload.exp * 1000 });
+    }
+    return principal;
   }
 
   return { authenticate };

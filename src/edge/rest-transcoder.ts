@@ -1,17 +1,31 @@
 import type { connectNodeAdapter } from "@connectrpc/connect-node";
 import {
+  create,
   fromBinary,
+  fromJson,
   getOption,
   hasOption,
   ScalarType,
   toJson,
+  toJsonString,
   type DescField,
   type DescMessage,
+  type DescService,
   type JsonObject,
   type JsonValue,
   type Registry,
 } from "@bufbuild/protobuf";
-import type { UniversalHandler, UniversalServerRequest } from "@connectrpc/connect/protocol";
+import {
+  Code,
+  ConnectError,
+  createHandlerContext,
+  createMethodImplSpec,
+  type Interceptor,
+  type MethodImplSpec,
+  type ServiceImpl,
+} from "@connectrpc/connect";
+import { invokeUnaryImplementation } from "@connectrpc/connect/protocol";
+import { codeToHttpStatus } from "@connectrpc/connect/protocol-connect";
 import { http } from "../../gen/google/api/annotations_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import { rest_success_status } from "../../gen/registry/v1/rest_options_pb.js";
@@ -27,32 +41,43 @@ export interface JsonResponseTarget {
   end(body: Uint8Array): unknown;
 }
 
+/** A served service and its implementation, as registered on the Connect router. */
+export interface RestService {
+  readonly service: DescService;
+  /** Method implementations by local name (e.g. "resolveEntry"). */
+  readonly impl: Readonly<Record<string, unknown>>;
+}
+
+/** Pairs a service with its implementation, checked against each other once, here. */
+export function servedService<T extends DescService>(service: T, impl: Partial<ServiceImpl<T>>): RestService {
+  return { service, impl: impl as Record<string, unknown> };
+}
+
 /** One REST route, derived from an RPC's google.api.http annotation. */
 export interface RestRoute {
   readonly httpMethod: string;
   readonly template: PathTemplate;
   /** "" (no body), "*" (the whole request) or the name of the request field the body fills. */
   readonly body: string;
-  /** The response field returned as the body, or "" for the whole response. */
-  readonly responseBody: string;
+  /** The response field returned as the body, or undefined for the whole response. */
+  readonly responseBody: DescField | undefined;
   readonly successStatus: number;
-  readonly handler: UniversalHandler;
+  readonly service: DescService;
+  readonly spec: MethodImplSpec & { kind: "unary" };
 }
 
 export interface RestTranscoderOptions {
-  /** The Connect handlers of every served RPC; those with a google.api.http rule get a route. */
-  readonly handlers: readonly UniversalHandler[];
+  readonly services: readonly RestService[];
+  /** The interceptors of the Connect router, so REST calls pass through the same ones. */
+  readonly interceptors: readonly Interceptor[];
   /** Resolves error detail types so they are rendered as JSON rather than base64. */
   readonly registry: Registry;
   readonly maxBodyBytes: number;
+  readonly shutdownSignal?: AbortSignal;
 }
 
-/** Headers that describe the REST exchange itself and must not reach the Connect handler. */
-const HOP_HEADERS = new Set([
-  "host", "connection", "keep-alive", "transfer-encoding", "te", "upgrade", "content-length",
-  "content-type", "content-encoding", "accept-encoding", "connect-protocol-version",
-  "connect-timeout-ms", "connect-content-encoding", "connect-accept-encoding", "http2-settings",
-]);
+/** Responses carry every field, as the other protocols do with the router's JSON options. */
+const JSON_WRITE = { alwaysEmitImplicit: true } as const;
 
 export class RestRequestError extends Error {
   constructor(
@@ -65,28 +90,29 @@ export class RestRequestError extends Error {
   }
 }
 
-export function routesFromHandlers(handlers: readonly UniversalHandler[]): RestRoute[] {
+export function routesFromServices(services: readonly RestService[]): RestRoute[] {
   const routes: RestRoute[] = [];
-  const seen = new Set<string>();
-  for (const handler of handlers) {
-    // The router holds one handler per RPC; several protocol handlers can share a method.
-    if (seen.has(handler.requestPath) || !hasOption(handler.method, http)) continue;
-    seen.add(handler.requestPath);
-    const successStatus = hasOption(handler.method, rest_success_status)
-      ? getOption(handler.method, rest_success_status)
-      : 200;
-    const rule = getOption(handler.method, http);
-    for (const binding of [rule, ...rule.additionalBindings]) {
-      const pattern = patternOf(binding);
-      if (pattern === undefined) continue;
-      routes.push({
-        httpMethod: pattern.method,
-        template: parsePathTemplate(pattern.path),
-        body: binding.body,
-        responseBody: binding.responseBody || rule.responseBody,
-        successStatus,
-        handler,
-      });
+  for (const { service, impl } of services) {
+    for (const method of service.methods) {
+      const implementation = impl[method.localName];
+      if (method.methodKind !== "unary" || implementation === undefined || !hasOption(method, http)) continue;
+      const spec = createMethodImplSpec(method, implementation as never) as RestRoute["spec"];
+      const successStatus = hasOption(method, rest_success_status) ? getOption(method, rest_success_status) : 200;
+      const rule = getOption(method, http);
+      for (const binding of [rule, ...rule.additionalBindings]) {
+        const pattern = patternOf(binding);
+        if (pattern === undefined) continue;
+        const responseBody = binding.responseBody || rule.responseBody;
+        routes.push({
+          httpMethod: pattern.method,
+          template: parsePathTemplate(pattern.path),
+          body: binding.body,
+          responseBody: responseBody === "" ? undefined : method.output.fields.find((f) => f.name === responseBody),
+          successStatus,
+          service,
+          spec,
+        });
+      }
     }
   }
   return routes;
@@ -105,22 +131,28 @@ function patternOf(rule: HttpRule): { method: string; path: string } | undefined
 }
 
 /**
- * Serves REST/JSON routes by translating each request into a Connect unary call on the RPC's own
- * handler, so interceptors, validation and error mapping are exactly those of the other protocols.
+ * Serves REST/JSON routes by running each RPC's own implementation, through the same interceptors
+ * as the Connect router, on a request message built from the path, query and body. Only the
+ * HTTP framing differs from the other protocols: decoding, validation and error mapping are shared.
  */
 export function createRestTranscoder(options: RestTranscoderOptions) {
-  const routes = routesFromHandlers(options.handlers);
+  const routes = routesFromServices(options.services);
+  const interceptors = [...options.interceptors];
 
   async function handle(req: NodeRequest, res: NodeResponse): Promise<void> {
     try {
       const url = new URL(req.url ?? "/", "http://localhost");
       const { route, pathValues } = findRoute(req.method ?? "GET", url.pathname);
       const body = route.body === "" ? undefined : await readJsonBody(req, options.maxBodyBytes);
-      const message = requestJson(route, pathValues, body, url.searchParams);
-      await invoke(route, message, req, res);
+      const message = requestMessage(route, requestJson(route, pathValues, body, url.searchParams));
+      await invoke(route, message, req, res, url);
     } catch (error) {
-      if (!(error instanceof RestRequestError)) throw error;
-      writeJson(res, error.status, { code: error.code, message: error.message, details: [] }, error.headers);
+      if (error instanceof RestRequestError) {
+        writeJson(res, error.status, { code: error.code, message: error.message, details: [] }, error.headers);
+      } else {
+        const connectError = ConnectError.from(error);
+        writeJson(res, codeToHttpStatus(connectError.code), restError(connectError, options.registry));
+      }
     }
   }
 
@@ -142,37 +174,34 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     throw new RestRequestError(404, "not_found", `no route for ${method} ${path}`);
   }
 
-  async function invoke(route: RestRoute, message: JsonObject, req: NodeRequest, res: NodeResponse) {
-    const abort = new AbortController();
-    // Only a client that left before the answer was written cancels the call; aborting on every
-    // close would build an AbortError (with its stack) per request for nothing.
-    res.once("close", () => {
-      if (!res.writableFinished) abort.abort();
+  async function invoke(route: RestRoute, input: unknown, req: NodeRequest, res: NodeResponse, url: URL) {
+    let requestSignal: AbortSignal | undefined;
+    if (route.httpMethod !== "GET") {
+      // A write is cancelled when its client leaves; a read simply finishes. Only a client that
+      // left before the answer was written aborts: aborting on every close would build an
+      // AbortError (with its stack) per request for nothing.
+      const abort = new AbortController();
+      res.once("close", () => {
+        if (!res.writableFinished) abort.abort();
+      });
+      requestSignal = abort.signal;
+    }
+    const context = createHandlerContext({
+      service: route.service,
+      method: route.spec.method,
+      protocolName: "rest",
+      requestMethod: req.method ?? "GET",
+      url: url.toString(),
+      requestHeader: requestHeaders(req),
+      requestSignal,
+      shutdownSignal: options.shutdownSignal,
     });
-    const request: UniversalServerRequest = {
-      httpVersion: req.httpVersion,
-      method: "POST",
-      url: `http://localhost${route.handler.requestPath}`,
-      header: forwardedHeaders(req),
-      body: message,
-      signal: abort.signal,
-    };
-    const response = await route.handler(request);
-    const bytes = await collect(response.body);
+    const output = await invokeUnaryImplementation(route.spec, context, input as never, interceptors);
+    const payload = Buffer.from(responseJson(route, output as Record<string, unknown>));
     const headers: Record<string, string> = {};
-    response.header?.forEach((value, key) => {
-      if (!HOP_HEADERS.has(key)) headers[key] = value;
+    context.responseHeader.forEach((value, key) => {
+      headers[key] = value;
     });
-    if (response.status !== 200) {
-      writeJson(res, response.status, restError(bytes, options.registry), headers);
-      return;
-    }
-    let payload = bytes;
-    if (route.responseBody !== "") {
-      const whole = JSON.parse(new TextDecoder().decode(bytes)) as JsonObject;
-      const jsonName = jsonNameOf(route.handler.method.output, route.responseBody);
-      payload = new TextEncoder().encode(JSON.stringify(whole[jsonName] ?? {}));
-    }
     res.writeHead(route.successStatus, {
       ...headers,
       "content-type": "application/json",
@@ -184,15 +213,30 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   return { handle, routes };
 }
 
-function forwardedHeaders(req: NodeRequest): Headers {
-  const header = new Headers();
-  for (const [key, value] of Object.entries(req.headers)) {
-    if (key.startsWith(":") || HOP_HEADERS.has(key) || value === undefined) continue;
-    header.set(key, Array.isArray(value) ? value.join(", ") : value);
+function requestMessage(route: RestRoute, json: JsonObject): unknown {
+  try {
+    return fromJson(route.spec.method.input, json);
+  } catch (error) {
+    throw new RestRequestError(400, "invalid_argument", (error as Error).message);
   }
-  header.set("content-type", "application/json");
-  header.set("connect-protocol-version", "1");
-  return header;
+}
+
+function responseJson(route: RestRoute, output: Record<string, unknown>): string {
+  const field = route.responseBody;
+  if (field === undefined) return toJsonString(route.spec.method.output, output as never, JSON_WRITE);
+  const value = output[field.localName];
+  if (field.message === undefined || value === undefined) return "{}";
+  return toJsonString(field.message, value as never, JSON_WRITE);
+}
+
+function requestHeaders(req: NodeRequest): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [key, value] of Object.entries(req.headers)) {
+    // HTTP/2 pseudo-headers (":path") are not headers a handler reads.
+    if (key.startsWith(":") || value === undefined) continue;
+    headers[key] = Array.isArray(value) ? value.join(", ") : value;
+  }
+  return headers;
 }
 
 async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<JsonValue | undefined> {
@@ -227,7 +271,7 @@ function requestJson(
   body: JsonValue | undefined,
   query: URLSearchParams,
 ): JsonObject {
-  const input = route.handler.method.input;
+  const input = route.spec.method.input;
   let message: JsonObject = {};
   if (route.body === "*") {
     if (body !== undefined && (typeof body !== "object" || body === null || Array.isArray(body))) {
@@ -281,31 +325,29 @@ function jsonNameOf(message: DescMessage, fieldName: string): string {
   return message.fields.find((field) => field.name === fieldName)?.jsonName ?? fieldName;
 }
 
-async function collect(body: AsyncIterable<Uint8Array> | undefined): Promise<Uint8Array> {
-  if (body === undefined) return new Uint8Array(0);
-  const chunks: Uint8Array[] = [];
-  for await (const chunk of body) chunks.push(chunk);
-  return chunks.length === 1 ? (chunks[0] as Uint8Array) : Buffer.concat(chunks);
+/**
+ * The REST error body: Connect's code name and message, with details decoded into JSON objects
+ * with an "@type" (the google.protobuf.Any JSON form) instead of Connect's base64 wire form.
+ */
+function restError(error: ConnectError, registry: Registry): JsonObject {
+  const details = error.details.map((detail): JsonValue => {
+    if ("desc" in detail) {
+      const message = create(detail.desc, detail.value);
+      return { "@type": `type.googleapis.com/${detail.desc.typeName}`, ...(toJson(detail.desc, message, { registry }) as JsonObject) };
+    }
+    const schema = registry.getMessage(detail.type);
+    if (schema === undefined) return { "@type": `type.googleapis.com/${detail.type}` };
+    return {
+      "@type": `type.googleapis.com/${detail.type}`,
+      ...(toJson(schema, fromBinary(schema, detail.value), { registry }) as JsonObject),
+    };
+  });
+  return { code: codeName(error.code), message: error.rawMessage, details };
 }
 
-/**
- * Rewrites a Connect error body for REST clients: details are decoded into JSON objects with an
- * "@type" (the google.protobuf.Any JSON form) instead of Connect's base64 wire form.
- */
-function restError(bytes: Uint8Array, registry: Registry): JsonObject {
-  let parsed: { code?: string; message?: string; details?: { type?: string; value?: string }[] };
-  try {
-    parsed = JSON.parse(new TextDecoder().decode(bytes));
-  } catch {
-    return { code: "unknown", message: "the server answered with an unreadable error", details: [] };
-  }
-  const details = (parsed.details ?? []).map((detail): JsonValue => {
-    const schema = detail.type === undefined ? undefined : registry.getMessage(detail.type);
-    if (schema === undefined || detail.value === undefined) return { "@type": detail.type ?? "" };
-    const message = fromBinary(schema, Buffer.from(detail.value, "base64"));
-    return { "@type": `type.googleapis.com/${detail.type}`, ...(toJson(schema, message, { registry }) as JsonObject) };
-  });
-  return { code: parsed.code ?? "unknown", message: parsed.message ?? "", details };
+/** Connect's wire name of a code: Code.InvalidArgument is "invalid_argument". */
+function codeName(code: Code): string {
+  return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
 }
 
 function writeJson(res: JsonResponseTarget, status: number, body: JsonValue, headers: Record<string, string> = {}) {

@@ -2,6 +2,7 @@ import pg from "pg";
 import type { ChangeFeed } from "./entry-cache.js";
 
 /** The channel every write notifies, with the changed entry DID (without version) as payload. */
+// Also named in registry_create_entry (migration 0003), which notifies from inside the database.
 export const ENTRY_CHANGES_CHANNEL = "registry_entry_changes";
 
 type Listener = Parameters<ChangeFeed["subscribe"]>[0];

@@ -17,9 +17,6 @@ import {
   type EntryRow,
 } from "./entry-row.js";
 
-/** The order in which a version qualifies as latest: active, then stable, then precedence. */
-const LATEST_ORDER = "(status = 'active') desc, is_prerelease asc, version_key desc";
-
 export function createKnexEntryRepository(knex: Knex): EntryRepository {
   return {
     createEntry: (entry) => translateDriverErrors(() => createEntry(knex, entry)),
@@ -63,70 +60,33 @@ export function createKnexEntryRepository(knex: Knex): EntryRepository {
   };
 }
 
+/** SQLSTATEs raised by registry_create_entry (migration 0003). */
+const OWNED_BY_ANOTHER_PUBLISHER = "RG403";
+const VERSION_ALREADY_PUBLISHED = "RG409";
+
+/** One round trip: the whole create transaction is registry_create_entry (migration 0003). */
 async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> {
+  const row = rowFromValidEntry(entry);
   try {
-    return await knex.transaction(async (tx) => {
-      const owner = await lockName(tx, entry);
-      if (owner !== entry.publisherDid) {
-        throw new PermissionDeniedError(`${entry.baseDid} is owned by another publisher`);
-      }
-      const existing = await tx("entries")
-        .select("sequence")
-        .where({ base_did: entry.baseDid, version: entry.version })
-        .first();
-      if (existing !== undefined) throw alreadyPublished(entry);
-      // The sequence is drawn while the entry's name is locked, so the versions of one entry get
-      // increasing sequences in the order they commit.
-      const [row] = await tx("entries")
-        .insert({ ...rowFromValidEntry(entry), sequence: tx.raw("nextval('entry_sequence')") })
-        .returning("*");
-      await recomputeLatest(tx, entry.baseDid);
-      await notifyChange(tx, entry.baseDid);
-      const stored = await tx<EntryRow>("entries").where({ sequence: (row as EntryRow).sequence }).first();
-      return entryFromRow(stored as EntryRow);
-    });
+    const result = await knex.raw(
+      "select * from registry_create_entry(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?)",
+      [
+        row.base_did, row.entry_did, row.entry_type, row.name, row.version, row.version_key,
+        row.is_prerelease, row.publisher_did, row.published_at, row.description, row.tags,
+        JSON.stringify(row.data), row.content_hash, row.bond_amount, row.bond_value, row.bond_unit,
+        row.signature,
+      ],
+    );
+    return entryFromRow(result.rows[0] as EntryRow);
   } catch (error) {
-    // The lock makes this unreachable between registries sharing one database; the constraint
-    // stays the final word for anything that bypasses it.
-    if (isUniqueViolation(error)) throw alreadyPublished(entry);
+    const code = (error as { code?: unknown } | null)?.code;
+    if (code === OWNED_BY_ANOTHER_PUBLISHER) {
+      throw new PermissionDeniedError(`${entry.baseDid} is owned by another publisher`);
+    }
+    // The unique constraint stays the final word for anything that bypasses the function's check.
+    if (code === VERSION_ALREADY_PUBLISHED || isUniqueViolation(error)) throw alreadyPublished(entry);
     throw error;
   }
-}
-
-/**
- * Creates the entry's name row on first publish, or locks the existing one, and returns its owner.
- * An upsert locks the row in the same round trip as it reads it.
- */
-async function lockName(tx: Knex.Transaction, entry: ValidEntry): Promise<string> {
-  const result = await tx.raw(
-    `insert into entry_names (base_did, entry_type, name, publisher_did)
-     values (?, ?, ?, ?)
-     on conflict (base_did) do update set base_did = excluded.base_did
-     returning publisher_did`,
-    [entry.baseDid, entry.entryType, entry.name, entry.publisherDid],
-  );
-  return result.rows[0].publisher_did as string;
-}
-
-/**
- * Moves the latest flag to the best version of the entry. Two statements, because Postgres
- * checks the one-latest unique index row by row and one statement could pass through a state
- * with two latest rows.
- */
-async function recomputeLatest(tx: Knex.Transaction, baseDid: string): Promise<void> {
-  const best = tx("entries")
-    .select("sequence")
-    .where({ base_did: baseDid })
-    .orderByRaw(LATEST_ORDER)
-    .limit(1);
-  await tx("entries")
-    .update({ is_latest: false })
-    .where({ base_did: baseDid, is_latest: true })
-    .whereNot("sequence", best);
-  await tx("entries")
-    .update({ is_latest: true })
-    .where({ base_did: baseDid, is_latest: false })
-    .where("sequence", best);
 }
 
 async function revoke(
@@ -143,7 +103,7 @@ async function revoke(
     await addressed(tx("entries"))
       .where({ status: "active" })
       .update({ status: "revoked", revoked_at: revocation.revokedAt, revocation_reason: revocation.reason });
-    await recomputeLatest(tx, baseDid);
+    await tx.raw("select registry_recompute_latest(?)", [baseDid]);
     await notifyChange(tx, baseDid);
     const rows: EntryRow[] = await addressed(tx("entries")).select("*").orderBy("version_key", "desc");
     return rows.map(entryFromRow);

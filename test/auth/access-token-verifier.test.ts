@@ -140,6 +140,22 @@ describe("authenticate", () => {
     expect((await verifier.authenticate(`Bearer ${withinSkew}`)).scopes).toEqual(["registry.publish.skill"]);
   });
 
+  it("refuses a token it accepted before, once the token has expired", async () => {
+    // The verifier remembers tokens it accepted; that memory must end with the token's life.
+    let clockMs = Date.now();
+    const clocked = createAccessTokenVerifier({
+      issuer: ISSUER_URL,
+      audience: AUDIENCE,
+      keys: issuer.jwks,
+      clock: () => new Date(clockMs),
+    });
+    const token = await forgeToken(issuerKey.privateKey, kid, { claims: { iat: now(), exp: now() + 60 } });
+    expect((await clocked.authenticate(`Bearer ${token}`)).scopes).toEqual(["registry.publish.skill"]);
+    expect((await clocked.authenticate(`Bearer ${token}`)).scopes).toEqual(["registry.publish.skill"]);
+    clockMs += 95_000;
+    await expect(clocked.authenticate(`Bearer ${token}`)).rejects.toThrow(UnauthenticatedError);
+  });
+
   it("refuses a token issued in the future, beyond the tolerated skew", async () => {
     const early = await forgeToken(issuerKey.privateKey, kid, { claims: { iat: now() + 120, exp: now() + 600 } });
     await expectUnauthenticated(early, /not valid yet/);

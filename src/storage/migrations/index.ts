@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import * as entries from "./0001-entries.js";
 import * as auth from "./0002-auth.js";
+import * as createEntryFunction from "./0003-create-entry-function.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -14,6 +15,7 @@ interface Migration {
 const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0001-entries", entries],
   ["0002-auth", auth],
+  ["0003-create-entry-function", createEntryFunction],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
