@@ -9,7 +9,7 @@ import { createEntryService } from "./entries/entry-service.js";
 import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
 import { createHealthService } from "./edge/health-service.js";
 import { createProtocolServer } from "./edge/protocol-server.js";
-import { registerReflection } from "./edge/reflection-service.js";
+import { reflectionServiceDescriptors, registerReflection } from "./edge/reflection-service.js";
 import { createRegistryServiceImpl } from "./edge/registry-service-handlers.js";
 import { createRequestPipeline } from "./edge/request-pipeline.js";
 import { createRestTranscoder, servedService, type RestService } from "./edge/rest-transcoder.js";
@@ -54,6 +54,14 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const isReady = () => database.ping().then(() => true);
   const health = createHealthService(isReady, { services: services.map(({ service }) => service.typeName) });
 
+  const rpcServices = [...services.map(({ service }) => service), Health, ...reflectionServiceDescriptors];
+  const rest = (req: Parameters<typeof rpc>[0], res: Parameters<typeof rpc>[1]) => {
+    transcoder.handle(req, res).catch((error: unknown) => {
+      logger.error("REST request failed", describeError(error));
+      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
+      res.end(JSON.stringify({ code: "internal", message: "internal error", details: [] }));
+    });
+  };
   const rpc = connectNodeAdapter({
     routes: (router) => {
       for (const { service, impl } of services) router.service(service, impl as never);
@@ -64,13 +72,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,
-    fallback: (req, res) => {
-      transcoder.handle(req, res).catch((error: unknown) => {
-        logger.error("REST request failed", describeError(error));
-        if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-        res.end(JSON.stringify({ code: "internal", message: "internal error", details: [] }));
-      });
-    },
+    fallback: rest,
   });
   const transcoder = createRestTranscoder({
     services,
@@ -83,6 +85,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     createRequestPipeline({
       corsOrigins: config.corsOrigins,
       rpc,
+      rpcPaths: new Set(rpcServices.flatMap((service) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
+      rest,
       isReady,
     }),
   );

@@ -6,8 +6,8 @@ import type { EntryService } from "../entries/entry-service.js";
 import { InvalidArgumentError } from "../errors.js";
 import type { Entry, EntryVersion } from "../../gen/registry/v1/entry_pb.js";
 import type { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
-import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { EntrySchema, EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { EntrySchema, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
 
 /** Authenticates the caller of a write from its authorization header. */
 export type Authenticate = (authorization: string | null) => Promise<Principal>;
@@ -69,7 +69,22 @@ function entryInputOf(entry: Entry): EntryInput {
   };
 }
 
-export function entryMessage(entry: StoredEntry): MessageInitShape<typeof EntrySchema> {
+/**
+ * Messages of stored entries, by identity: a cached entry is resolved again and again, and
+ * building its message (and, at the edge, its JSON) once is enough. Stored entries are immutable.
+ */
+const entryMessages = new WeakMap<StoredEntry, Entry>();
+
+export function entryMessage(entry: StoredEntry): Entry {
+  let message = entryMessages.get(entry);
+  if (message === undefined) {
+    message = create(EntrySchema, entryInit(entry));
+    entryMessages.set(entry, message);
+  }
+  return message;
+}
+
+function entryInit(entry: StoredEntry): MessageInitShape<typeof EntrySchema> {
   return {
     entryDid: entry.entryDid,
     entryType: entry.entryType,

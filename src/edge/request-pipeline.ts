@@ -7,8 +7,12 @@ import { writeJson } from "./rest-transcoder.js";
 
 export interface RequestPipelineOptions {
   readonly corsOrigins: readonly string[];
-  /** Serves Connect, gRPC and gRPC-Web, handing every other path to its own fallback (REST). */
+  /** Serves Connect, gRPC and gRPC-Web. */
   readonly rpc: ReturnType<typeof connectNodeAdapter>;
+  /** The paths `rpc` serves ("/registry.v1.RegistryService/ResolveEntry", ...). */
+  readonly rpcPaths: ReadonlySet<string>;
+  /** Serves everything else: the REST routes, and the 404/405 answers. */
+  readonly rest: ReturnType<typeof connectNodeAdapter>;
   /** Whether the service can serve: its database answers. */
   readonly isReady: () => Promise<boolean>;
 }
@@ -26,7 +30,8 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestL
       void ready(options, res);
       return;
     }
-    options.rpc(req, res);
+    if (options.rpcPaths.has(path ?? "")) options.rpc(req, res);
+    else options.rest(req, res);
   };
 }
 

@@ -18,6 +18,7 @@ import {
 import {
   Code,
   ConnectError,
+  createContextValues,
   createHandlerContext,
   createMethodImplSpec,
   type Interceptor,
@@ -76,8 +77,9 @@ export interface RestTranscoderOptions {
   readonly shutdownSignal?: AbortSignal;
 }
 
-/** The abort reason of a call that completed; see invoke(). */
+/** The abort reason of a call that completed; see handlerContext(). */
 const CALL_FINISHED = "call finished";
+const NEVER_ABORTED = new AbortController().signal;
 
 /** Responses carry every field, as the other protocols do with the router's JSON options. */
 const JSON_WRITE = { alwaysEmitImplicit: true } as const;
@@ -178,34 +180,11 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   }
 
   async function invoke(route: RestRoute, input: unknown, req: NodeRequest, res: NodeResponse, url: URL) {
-    let requestSignal: AbortSignal | undefined;
-    if (route.httpMethod !== "GET") {
-      // A write is cancelled when its client leaves; a read simply finishes. Only a client that
-      // left before the answer was written aborts: aborting on every close would build an
-      // AbortError (with its stack) per request for nothing.
-      const abort = new AbortController();
-      res.once("close", () => {
-        if (!res.writableFinished) abort.abort();
-      });
-      requestSignal = abort.signal;
-    }
-    const context = createHandlerContext({
-      service: route.service,
-      method: route.spec.method,
-      protocolName: "rest",
-      requestMethod: req.method ?? "GET",
-      url: url.toString(),
-      requestHeader: requestHeaders(req),
-      requestSignal,
-      shutdownSignal: options.shutdownSignal,
-    });
+    const context = handlerContext(route, req, res, url);
     let output: unknown;
     try {
       output = await invokeUnaryImplementation(route.spec, context, input as never, interceptors);
     } finally {
-      // Ending the context unlinks it from the shutdown signal. Without this every call would
-      // leave a listener there, and each new call would scan them all: a leak and a slowdown
-      // that grows with uptime. A reason is given so no DOMException is built per call.
       context.abort(CALL_FINISHED);
     }
     const payload = Buffer.from(responseJson(route, output as Record<string, unknown>));
@@ -221,6 +200,42 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     res.end(payload);
   }
 
+  /**
+   * A write gets Connect's own context, cancelled when its client leaves. Ending it unlinks it
+   * from the shutdown signal (without that, every call would leave a listener there that each
+   * later call scans). A read cannot be half-done, so it runs on the shutdown signal itself,
+   * with nothing to link per call.
+   */
+  function handlerContext(route: RestRoute, req: NodeRequest, res: NodeResponse, url: URL) {
+    const common = {
+      service: route.service,
+      method: route.spec.method,
+      protocolName: "rest",
+      requestMethod: req.method ?? "GET",
+      url: url.toString(),
+      requestHeader: requestHeaders(req),
+    };
+    if (route.httpMethod === "GET") {
+      return {
+        ...common,
+        requestHeader: new Headers(common.requestHeader),
+        signal: options.shutdownSignal ?? NEVER_ABORTED,
+        timeoutMs: () => undefined,
+        responseHeader: new Headers(),
+        responseTrailer: new Headers(),
+        values: createContextValues(),
+        abort() {},
+      };
+    }
+    const abort = new AbortController();
+    // Only a client that left before the answer was written cancels the call; aborting on every
+    // close would build an AbortError (with its stack) per request for nothing.
+    res.once("close", () => {
+      if (!res.writableFinished) abort.abort();
+    });
+    return createHandlerContext({ ...common, requestSignal: abort.signal, shutdownSignal: options.shutdownSignal });
+  }
+
   return { handle, routes };
 }
 
@@ -232,12 +247,24 @@ function requestMessage(route: RestRoute, json: JsonObject): unknown {
   }
 }
 
+/**
+ * JSON of messages already written, by identity. Implementations return the same message object
+ * for the same stored state (cached entries), and never change a message once returned, so its
+ * JSON can be reused.
+ */
+const writtenJson = new WeakMap<object, string>();
+
 function responseJson(route: RestRoute, output: Record<string, unknown>): string {
   const field = route.responseBody;
   if (field === undefined) return toJsonString(route.spec.method.output, output as never, JSON_WRITE);
-  const value = output[field.localName];
+  const value = output[field.localName] as object | undefined;
   if (field.message === undefined || value === undefined) return "{}";
-  return toJsonString(field.message, value as never, JSON_WRITE);
+  let json = writtenJson.get(value);
+  if (json === undefined) {
+    json = toJsonString(field.message, value as never, JSON_WRITE);
+    writtenJson.set(value, json);
+  }
+  return json;
 }
 
 function requestHeaders(req: NodeRequest): Record<string, string> {

@@ -9,6 +9,7 @@ import type {
 import { AlreadyExistsError, PermissionDeniedError } from "../errors.js";
 import { ENTRY_CHANGES_CHANNEL } from "./change-feed.js";
 import { isUniqueViolation, translateDriverErrors } from "./driver-errors.js";
+import { preparedQuery } from "./prepared-query.js";
 import {
   entryFromRow,
   rowFromValidEntry,
@@ -68,8 +69,10 @@ const VERSION_ALREADY_PUBLISHED = "RG409";
 async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> {
   const row = rowFromValidEntry(entry);
   try {
-    const result = await knex.raw(
-      "select * from registry_create_entry(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?::jsonb, ?, ?, ?, ?, ?)",
+    const [stored] = await preparedQuery<EntryRow>(
+      knex,
+      "registry_create_entry",
+      `select * from registry_create_entry(${placeholders(17)})`,
       [
         row.base_did, row.entry_did, row.entry_type, row.name, row.version, row.version_key,
         row.is_prerelease, row.publisher_did, row.published_at, row.description, row.tags,
@@ -77,7 +80,7 @@ async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> 
         row.signature,
       ],
     );
-    return entryFromRow(result.rows[0] as EntryRow);
+    return entryFromRow(stored as EntryRow);
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (code === OWNED_BY_ANOTHER_PUBLISHER) {
@@ -113,6 +116,10 @@ async function revoke(
 /** Tells every process's cache, on commit, that this entry changed (see change-feed.ts). */
 async function notifyChange(tx: Knex.Transaction, baseDid: string): Promise<void> {
   await tx.raw("select pg_notify(?, ?)", [ENTRY_CHANGES_CHANNEL, baseDid]);
+}
+
+function placeholders(count: number): string {
+  return Array.from({ length: count }, (_, index) => `$${index + 1}`).join(", ");
 }
 
 function alreadyPublished(entry: ValidEntry): AlreadyExistsError {

@@ -21,7 +21,9 @@ export async function up(knex: Knex): Promise<void> {
     create table entries (
       sequence bigint primary key,
       base_did text not null references entry_names (base_did),
-      entry_did text not null unique,
+      -- Unique through (base_did, version); the check keeps the derived column honest without
+      -- the cost of another index on every insert.
+      entry_did text not null check (entry_did = base_did || '@' || version),
       entry_type text not null,
       name text not null,
       version text not null,

@@ -37,6 +37,7 @@ export async function up(knex: Knex): Promise<void> {
     declare
       owner text;
       new_sequence bigint;
+      outranks_latest boolean;
     begin
       -- Creates the name row on first publish, or locks it: creates of one entry run one at a time.
       insert into entry_names (base_did, entry_type, name, publisher_did)
@@ -49,18 +50,30 @@ export async function up(knex: Knex): Promise<void> {
       if exists (select 1 from entries where base_did = p_base_did and version = p_version) then
         raise exception 'version already published' using errcode = 'RG409';
       end if;
+      -- A new version is active, so it is latest unless the current latest is an active version
+      -- that ranks at least as high (stable before prerelease, then precedence). Deciding before
+      -- the insert writes the new row once, instead of inserting and then updating it.
+      select not exists (
+        select 1 from entries
+          where base_did = p_base_did and is_latest and status = 'active'
+            and (is_prerelease < p_is_prerelease
+              or (is_prerelease = p_is_prerelease and version_key > p_version_key collate "C"))
+      ) into outranks_latest;
+      if outranks_latest then
+        update entries set is_latest = false where base_did = p_base_did and is_latest;
+      end if;
       -- Drawn under the lock, so one entry's versions get increasing sequences in commit order.
       new_sequence := nextval('entry_sequence');
       insert into entries (
         sequence, base_did, entry_did, entry_type, name, version, version_key, is_prerelease,
         publisher_did, published_at, description, tags, data, content_hash, bond_amount,
-        bond_value, bond_unit, signature, status
+        bond_value, bond_unit, signature, status, is_latest
       ) values (
         new_sequence, p_base_did, p_entry_did, p_entry_type, p_name, p_version, p_version_key,
         p_is_prerelease, p_publisher_did, p_published_at, p_description, p_tags, p_data,
-        p_content_hash, p_bond_amount, p_bond_value, p_bond_unit, p_signature, 'active'
+        p_content_hash, p_bond_amount, p_bond_value, p_bond_unit, p_signature, 'active',
+        outranks_latest
       );
-      perform registry_recompute_latest(p_base_did);
       perform pg_notify('registry_entry_changes', p_base_did);
       return query select * from entries where sequence = new_sequence;
     end $$;
