@@ -19,8 +19,8 @@ import {
   Code,
   ConnectError,
   createContextValues,
-  createHandlerContext,
   createMethodImplSpec,
+  type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
   type ServiceImpl,
@@ -77,9 +77,9 @@ export interface RestTranscoderOptions {
   readonly shutdownSignal?: AbortSignal;
 }
 
-/** The abort reason of a call that completed; see handlerContext(). */
-const CALL_FINISHED = "call finished";
 const NEVER_ABORTED = new AbortController().signal;
+const noTimeout = () => undefined;
+const nothingToAbort = () => {};
 
 /** Responses carry every field, as the other protocols do with the router's JSON options. */
 const JSON_WRITE = { alwaysEmitImplicit: true } as const;
@@ -180,13 +180,8 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   }
 
   async function invoke(route: RestRoute, input: unknown, req: NodeRequest, res: NodeResponse, url: URL) {
-    const context = handlerContext(route, req, res, url);
-    let output: unknown;
-    try {
-      output = await invokeUnaryImplementation(route.spec, context, input as never, interceptors);
-    } finally {
-      context.abort(CALL_FINISHED);
-    }
+    const context = handlerContext(route, req, url);
+    const output = await invokeUnaryImplementation(route.spec, context, input as never, interceptors);
     const payload = Buffer.from(responseJson(route, output as Record<string, unknown>));
     const headers: Record<string, string> = {};
     context.responseHeader.forEach((value, key) => {
@@ -201,39 +196,25 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   }
 
   /**
-   * A write gets Connect's own context, cancelled when its client leaves. Ending it unlinks it
-   * from the shutdown signal (without that, every call would leave a listener there that each
-   * later call scans). A read cannot be half-done, so it runs on the shutdown signal itself,
-   * with nothing to link per call.
+   * The context of one REST call. It runs on the shutdown signal itself: implementations here
+   * never read a per-call signal (a publish is one database call that cannot be half-done), so
+   * linking a fresh AbortController per call, and unlinking it after, would be work for nothing.
    */
-  function handlerContext(route: RestRoute, req: NodeRequest, res: NodeResponse, url: URL) {
-    const common = {
+  function handlerContext(route: RestRoute, req: NodeRequest, url: URL): HandlerContext & { abort(): void } {
+    return {
       service: route.service,
       method: route.spec.method,
       protocolName: "rest",
       requestMethod: req.method ?? "GET",
       url: url.toString(),
-      requestHeader: requestHeaders(req),
+      requestHeader: new Headers(requestHeaders(req)),
+      signal: options.shutdownSignal ?? NEVER_ABORTED,
+      timeoutMs: noTimeout,
+      responseHeader: new Headers(),
+      responseTrailer: new Headers(),
+      values: createContextValues(),
+      abort: nothingToAbort,
     };
-    if (route.httpMethod === "GET") {
-      return {
-        ...common,
-        requestHeader: new Headers(common.requestHeader),
-        signal: options.shutdownSignal ?? NEVER_ABORTED,
-        timeoutMs: () => undefined,
-        responseHeader: new Headers(),
-        responseTrailer: new Headers(),
-        values: createContextValues(),
-        abort() {},
-      };
-    }
-    const abort = new AbortController();
-    // Only a client that left before the answer was written cancels the call; aborting on every
-    // close would build an AbortError (with its stack) per request for nothing.
-    res.once("close", () => {
-      if (!res.writableFinished) abort.abort();
-    });
-    return createHandlerContext({ ...common, requestSignal: abort.signal, shutdownSignal: options.shutdownSignal });
   }
 
   return { handle, routes };

@@ -65,14 +65,16 @@ export function createKnexEntryRepository(knex: Knex): EntryRepository {
 const OWNED_BY_ANOTHER_PUBLISHER = "RG403";
 const VERSION_ALREADY_PUBLISHED = "RG409";
 
+const CREATE_ENTRY_SQL = `select * from registry_create_entry(${Array.from({ length: 17 }, (_, i) => `$${i + 1}`).join(", ")})`;
+
 /** One round trip: the whole create transaction is registry_create_entry (migration 0003). */
 async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> {
   const row = rowFromValidEntry(entry);
   try {
-    const [stored] = await preparedQuery<EntryRow>(
+    const [assigned] = await preparedQuery<{ assigned_sequence: string; made_latest: boolean }>(
       knex,
       "registry_create_entry",
-      `select * from registry_create_entry(${placeholders(17)})`,
+      CREATE_ENTRY_SQL,
       [
         row.base_did, row.entry_did, row.entry_type, row.name, row.version, row.version_key,
         row.is_prerelease, row.publisher_did, row.published_at, row.description, row.tags,
@@ -80,7 +82,8 @@ async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> 
         row.signature,
       ],
     );
-    return entryFromRow(stored as EntryRow);
+    if (assigned === undefined) throw new Error("registry_create_entry returned no row");
+    return entryFromRow({ ...row, sequence: assigned.assigned_sequence, is_latest: assigned.made_latest });
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (code === OWNED_BY_ANOTHER_PUBLISHER) {
@@ -116,10 +119,6 @@ async function revoke(
 /** Tells every process's cache, on commit, that this entry changed (see change-feed.ts). */
 async function notifyChange(tx: Knex.Transaction, baseDid: string): Promise<void> {
   await tx.raw("select pg_notify(?, ?)", [ENTRY_CHANGES_CHANNEL, baseDid]);
-}
-
-function placeholders(count: number): string {
-  return Array.from({ length: count }, (_, index) => `$${index + 1}`).join(", ");
 }
 
 function alreadyPublished(entry: ValidEntry): AlreadyExistsError {

@@ -32,7 +32,7 @@ export async function up(knex: Knex): Promise<void> {
       p_version_key text, p_is_prerelease boolean, p_publisher_did text, p_published_at timestamptz,
       p_description text, p_tags text[], p_data jsonb, p_content_hash text, p_bond_amount text,
       p_bond_value numeric, p_bond_unit text, p_signature text
-    ) returns setof entries
+    ) returns table (assigned_sequence bigint, made_latest boolean)
     language plpgsql as $$
     declare
       owner text;
@@ -75,7 +75,8 @@ export async function up(knex: Knex): Promise<void> {
         outranks_latest
       );
       perform pg_notify('registry_entry_changes', p_base_did);
-      return query select * from entries where sequence = new_sequence;
+      -- Only what the registry assigned: the caller has every other value already.
+      return query select new_sequence, outranks_latest;
     end $$;
   `);
 }
