@@ -1,6 +1,7 @@
 import semver from "semver";
 import { describe, expect, it } from "vitest";
 import { MAX_VERSION_LENGTH, parseVersion, type ParsedVersion } from "../../src/domain/semver-order.js";
+import { seededRandom } from "../support/seeded-random.js";
 
 function parsed(version: string): ParsedVersion {
   const result = parseVersion(version);
@@ -15,22 +16,10 @@ function keyCompare(a: string, b: string): number {
   return ka < kb ? -1 : ka > kb ? 1 : 0;
 }
 
-/** A small deterministic PRNG (mulberry32), so a failure reproduces. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const ALPHANUMERIC = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-";
 
 function randomVersions(count: number, seed: number): string[] {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const pick = (n: number) => Math.floor(next() * n);
   /** Numbers of different lengths, no leading zeros, small ones common so ties happen. */
   const number = (): string => {
@@ -129,7 +118,7 @@ describe("the version sort key", () => {
     expect(byKey).toEqual(bySemver);
 
     // Pairwise, including ties: the sign of the comparison matches for random pairs and neighbours.
-    const next = random(7);
+    const next = seededRandom(7);
     const pairs: [string, string][] = [];
     for (let i = 0; i < 20_000; i++) {
       pairs.push([versions[Math.floor(next() * versions.length)] as string, versions[Math.floor(next() * versions.length)] as string]);

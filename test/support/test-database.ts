@@ -36,7 +36,8 @@ export async function createTestDatabase(): Promise<TestDatabase> {
   };
 }
 
-async function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
+/** Runs `work` on a one-off connection to the server in `url` (for create/drop database). */
+export async function withAdmin<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

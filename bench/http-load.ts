@@ -1,0 +1,120 @@
+/** HTTP/1.1 load with autocannon: REST resolves over a list of paths, and signed creates. */
+import autocannon, { type AutocannonResult } from "autocannon";
+
+export interface HttpLoadOptions {
+  readonly url: string;
+  readonly connections: number;
+  readonly durationSeconds: number;
+  readonly warmupSeconds: number;
+}
+
+export interface HttpLoadResult {
+  readonly requestsPerSecond: number;
+  /** Successful (2xx) responses in the measured window. */
+  readonly ok: number;
+  readonly seconds: number;
+  readonly latencyP50Ms: number;
+  readonly latencyP99Ms: number;
+  /** Non-2xx responses, connection errors and timeouts in the measured window. */
+  readonly failures: number;
+  /** Connection errors and timeouts (no HTTP answer at all). */
+  readonly transportErrors: number;
+  readonly statusCodes: Record<string, number>;
+}
+
+function summarise(result: AutocannonResult): HttpLoadResult {
+  const statusCodes = Object.fromEntries(
+    Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count]),
+  );
+  return {
+    requestsPerSecond: result["2xx"] / result.duration,
+    ok: result["2xx"],
+    seconds: result.duration,
+    latencyP50Ms: result.latency.p50,
+    latencyP99Ms: result.latency.p99,
+    failures: result.non2xx + result.errors + result.timeouts,
+    transportErrors: result.errors + result.timeouts,
+    statusCodes,
+  };
+}
+
+/** GETs each path in turn (one shared cursor across connections, so they spread over the list). */
+export async function resolveLoad(options: HttpLoadOptions, paths: readonly string[]): Promise<HttpLoadResult> {
+  let next = 0;
+  const result = await autocannon({
+    url: options.url,
+    connections: options.connections,
+    duration: options.durationSeconds,
+    warmup: { connections: options.connections, duration: options.warmupSeconds },
+    requests: [
+      {
+        method: "GET",
+        setupRequest: (request) => {
+          request.path = paths[next++ % paths.length]!;
+          return request;
+        },
+      },
+    ],
+  });
+  return summarise(result);
+}
+
+export interface CreateLoadResult extends HttpLoadResult {
+  /** Pre-signed bodies used; when the pool ran out, more were signed during the run. */
+  readonly bodiesUsed: number;
+  readonly signedDuringRun: number;
+  /** The first few non-201 answers, for the report. */
+  readonly failureSamples: readonly string[];
+  /** Non-201 answers in the warmup as well as the measured window. */
+  readonly non201Total: number;
+}
+
+/**
+ * POSTs a fresh pre-signed entry per request. `more()` signs another entry if the pool runs out,
+ * so a faster server never sees a duplicate (which would be a 409, not a create).
+ */
+export async function createLoad(
+  options: HttpLoadOptions,
+  token: string,
+  pool: readonly string[],
+  more: () => string,
+): Promise<CreateLoadResult> {
+  let next = 0;
+  let signedDuringRun = 0;
+  let non201 = 0;
+  const failureSamples: string[] = [];
+  const result = await autocannon({
+    url: options.url,
+    connections: options.connections,
+    duration: options.durationSeconds,
+    warmup: { connections: options.connections, duration: options.warmupSeconds },
+    requests: [
+      {
+        method: "POST",
+        path: "/v1/entries",
+        headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
+        setupRequest: (request) => {
+          let body = pool[next++];
+          if (body === undefined) {
+            body = more();
+            signedDuringRun++;
+          }
+          request.body = body;
+          return request;
+        },
+        onResponse: (status, body) => {
+          if (status === 201) return;
+          non201++;
+          if (failureSamples.length < 5) failureSamples.push(`${status} ${body.slice(0, 300)}`);
+        },
+      },
+    ],
+  });
+  return {
+    ...summarise(result),
+    bodiesUsed: Math.min(next, pool.length),
+    signedDuringRun,
+    failureSamples,
+    non201Total: non201,
+  };
+}
