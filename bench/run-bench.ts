@@ -4,6 +4,7 @@
  *
  *   npm run bench                      the full run (about 3-4 minutes)
  *   npm run bench -- --quick           1 run of each, 3 s each: a smoke test, not figures to quote
+ *   BENCH_SERVER_NODE_ARGS=--trace-gc npm run bench   extra node flags for the server process
  *   npm run bench -- --profile         one run per phase with `node --cpu-prof` on the server,
  *                                      and a summary of where its CPU time went
  *
@@ -119,7 +120,10 @@ async function startRegistry(databaseUrl: string, profileName?: string): Promise
     profileName === undefined
       ? []
       : ["--cpu-prof", "--cpu-prof-dir", PROFILES, "--cpu-prof-name", `${profileName}.cpuprofile`];
-  const child = startChild("registry", [...nodeArgs, "bin/registry.js", "serve"], { env, logFile: LOG });
+  // Extra node flags for the server only, e.g. BENCH_SERVER_NODE_ARGS=--trace-gc to study memory.
+  const extraArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
+  // The production path: the compiled build that `npm start` runs (built once when the bench starts).
+  const child = startChild("registry", [...extraArgs, ...nodeArgs, "dist/src/cli/run.js", "serve"], { env, logFile: LOG });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/readyz`, child);
   return { child, url, port };
@@ -470,6 +474,8 @@ function codeState(): { commit: string; uncommitted: string[] } {
 async function main(): Promise<void> {
   mkdirSync(RESULTS, { recursive: true });
   writeFileSync(LOG, "");
+  // Measure what `npm start` runs: the compiled build, brought up to date first.
+  execFileSync("npm", ["run", "-s", "build"], { cwd: ROOT, stdio: "inherit" });
   const started = Date.now();
   const machine = {
     cpus: os.cpus().length,

@@ -1,7 +1,7 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources through tsx's loader, so `npm install && npm start` needs no build.
+// Runs the `registry` command from the TypeScript sources through tsx's loader, so the CLI and
+// the tests always run the code as it is. `npm start` runs the compiled build instead (dist/).
 import { register } from "tsx/esm/api";
 
 register();
-const { main } = await import("../src/cli/main.ts");
-process.exitCode = await main(process.argv.slice(2));
+await import("../src/cli/run.ts");
