@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import type { ValidEntry } from "../domain/entry-rules.js";
+import { parseVersion } from "../domain/semver-order.js";
 import type {
   EntryOwner,
   EntryRepository,
@@ -24,7 +25,9 @@ export function createKnexEntryRepository(knex: Knex): EntryRepository {
 
     findVersion: (baseDid, version) =>
       translateDriverErrors(async () => {
-        const row = await knex<EntryRow>("entries").where({ base_did: baseDid, version }).first();
+        const row = await knex<EntryRow>("entries")
+          .where({ base_did: baseDid, version_key: versionKey(version) })
+          .first();
         return row === undefined ? undefined : entryFromRow(row);
       }),
 
@@ -64,6 +67,13 @@ export function createKnexEntryRepository(knex: Knex): EntryRepository {
 /** SQLSTATEs raised by registry_create_entry (migration 0003). */
 const OWNED_BY_ANOTHER_PUBLISHER = "RG403";
 const VERSION_ALREADY_PUBLISHED = "RG409";
+
+/** Versions are looked up by their sort key: one index serves lookup, uniqueness and order. */
+function versionKey(version: string): string {
+  const parsed = parseVersion(version);
+  if ("error" in parsed) throw new TypeError(`not a valid version: ${version}`);
+  return parsed.sortKey;
+}
 
 const CREATE_ENTRY_SQL = `select * from registry_create_entry(${Array.from({ length: 17 }, (_, i) => `$${i + 1}`).join(", ")})`;
 
@@ -105,7 +115,9 @@ async function revoke(
     const name = await tx("entry_names").select("base_did").where({ base_did: baseDid }).forUpdate().first();
     if (name === undefined) return [];
     const addressed = (query: Knex.QueryBuilder) =>
-      version === undefined ? query.where({ base_did: baseDid }) : query.where({ base_did: baseDid, version });
+      version === undefined
+        ? query.where({ base_did: baseDid })
+        : query.where({ base_did: baseDid, version_key: versionKey(version) });
     await addressed(tx("entries"))
       .where({ status: "active" })
       .update({ status: "revoked", revoked_at: revocation.revokedAt, revocation_reason: revocation.reason });

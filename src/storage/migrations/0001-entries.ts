@@ -21,13 +21,14 @@ export async function up(knex: Knex): Promise<void> {
     create table entries (
       sequence bigint primary key,
       base_did text not null references entry_names (base_did),
-      -- Unique through (base_did, version); the check keeps the derived column honest without
-      -- the cost of another index on every insert.
+      -- Unique through (base_did, version_key); the check keeps the derived column honest
+      -- without the cost of another index on every insert.
       entry_did text not null check (entry_did = base_did || '@' || version),
       entry_type text not null,
       name text not null,
       version text not null,
-      -- SemVer precedence as a byte-ordered string (see src/domain/semver-order.ts).
+      -- SemVer precedence as a byte-ordered string (see src/domain/semver-order.ts); a one-to-one
+      -- function of version, so it also identifies the version.
       version_key text collate "C" not null,
       is_prerelease boolean not null,
       publisher_did text not null,
@@ -46,15 +47,15 @@ export async function up(knex: Knex): Promise<void> {
       revocation_reason text,
       is_latest boolean not null default false,
       created_at timestamptz not null default now(),
-      constraint entries_version_once unique (base_did, version),
+      -- A version is published once, ever; the same index orders an entry's versions for listing
+      -- and for choosing the latest, and finds one version.
+      constraint entries_version_once unique (base_did, version_key),
       constraint entries_revocation_complete check (
         (status = 'active' and revoked_at is null and revocation_reason is null) or
         (status = 'revoked' and revoked_at is not null and revocation_reason is not null)
       )
     );
 
-    -- Version listings and latest recomputation walk one entry's versions in precedence order.
-    create index entries_versions on entries (base_did, version_key desc);
     -- At most one latest version per entry, enforced by the database itself.
     create unique index entries_one_latest on entries (base_did) where is_latest;
   `);

@@ -47,7 +47,7 @@ export async function up(knex: Knex): Promise<void> {
       if owner <> p_publisher_did then
         raise exception 'entry owned by another publisher' using errcode = 'RG403';
       end if;
-      if exists (select 1 from entries where base_did = p_base_did and version = p_version) then
+      if exists (select 1 from entries where base_did = p_base_did and version_key = p_version_key) then
         raise exception 'version already published' using errcode = 'RG409';
       end if;
       -- A new version is active, so it is latest unless the current latest is an active version
