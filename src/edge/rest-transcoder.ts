@@ -261,16 +261,26 @@ function requestHeaders(req: NodeRequest): Record<string, string> {
 async function readJsonBody(req: NodeRequest, maxBytes: number): Promise<JsonValue | undefined> {
   const declared = Number(req.headers["content-length"] ?? 0);
   if (declared > maxBytes) throw tooLarge(maxBytes);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > maxBytes) throw tooLarge(maxBytes);
-    chunks.push(chunk);
-  }
-  if (size === 0) return undefined;
+  // Plain stream events: an async iterator over the request costs noticeably more per request.
+  const bytes = await new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on("data", (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > maxBytes) {
+        req.removeAllListeners("data");
+        req.resume();
+        reject(tooLarge(maxBytes));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.once("end", () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks)));
+    req.once("error", reject);
+  });
+  if (bytes.length === 0) return undefined;
   try {
-    return JSON.parse(Buffer.concat(chunks).toString("utf8")) as JsonValue;
+    return JSON.parse(bytes.toString("utf8")) as JsonValue;
   } catch {
     throw new RestRequestError(400, "invalid_argument", "body: is not valid JSON");
   }

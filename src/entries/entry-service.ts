@@ -43,7 +43,8 @@ export function createEntryService(options: EntryServiceOptions) {
 
   async function create(principal: Principal, input: EntryInput): Promise<StoredEntry> {
     const entry = validateEntry(input, { entryTypes, now: clock() });
-    if (!signatures.verify(entry.publisherKey, entrySigningPayload({ ...entry, publishedAt: entry.publishedAt.toISOString() }), entry.signatureBytes)) {
+    const payload = entrySigningPayload({ ...entry, publishedAt: entry.publishedAt.toISOString() });
+    if (!(await signatures.verify(entry.publisherKey, payload, entry.signatureBytes))) {
       throw InvalidArgumentError.of("signature", "signature does not verify");
     }
     if (!canPublish(principal, entry.entryType)) {
@@ -78,7 +79,7 @@ export function createEntryService(options: EntryServiceOptions) {
   }
 
   async function revoke(principal: Principal, request: RevokeRequest): Promise<StoredEntry[]> {
-    const parsed = checkRevokeRequest(principal, request);
+    const parsed = await checkRevokeRequest(principal, request);
     const owner = await repository.findOwner(parsed.baseDid);
     if (owner === undefined) throw new NotFoundError(`no entry ${request.did}`);
     const mayRevoke =
@@ -97,7 +98,7 @@ export function createEntryService(options: EntryServiceOptions) {
     return revoked;
   }
 
-  function checkRevokeRequest(principal: Principal, request: RevokeRequest): EntryDid {
+  async function checkRevokeRequest(principal: Principal, request: RevokeRequest): Promise<EntryDid> {
     const violations = new ViolationList();
     const parsed = parseEntryDid(request.did);
     if ("error" in parsed) violations.add("did", parsed.error);
@@ -112,7 +113,7 @@ export function createEntryService(options: EntryServiceOptions) {
 
     const key = ed25519KeyFromDid(principal.subject);
     const payload = revocationSigningPayload(request.did, request.reason);
-    if ("error" in key || !signatures.verify(key, payload, signature as Uint8Array)) {
+    if ("error" in key || !(await signatures.verify(key, payload, signature as Uint8Array))) {
       throw InvalidArgumentError.of("signature", "signature does not verify");
     }
     return parsed as EntryDid;

@@ -86,7 +86,7 @@ const publicKey = hexBytes(PUBLIC_KEY_HEX);
 const nodeVerifier = createSignatureVerifier();
 
 /** The server's check: node:crypto over the payload, with the key inside publisherDid. */
-function serverAccepts(fields: EntrySigningFields, signature: string): boolean {
+async function serverAccepts(fields: EntrySigningFields, signature: string): Promise<boolean> {
   const bytes = parseSignature(signature);
   const key = ed25519KeyFromDid(fields.publisherDid);
   if ("error" in bytes || "error" in key) return false;
@@ -100,10 +100,10 @@ describe("Ed25519 wiring (RFC 8032 section 7.1, TEST 1)", () => {
     expect((await keyPairFromSeed(seed)).publicKey).toEqual(publicKey);
   });
 
-  it("is accepted by the node:crypto verifier and refused for another message", () => {
+  it("is accepted by the node:crypto verifier and refused for another message", async () => {
     const signature = hexBytes(RFC8032_TEST1_SIGNATURE_HEX);
-    expect(nodeVerifier.verify(publicKey, new Uint8Array(0), signature)).toBe(true);
-    expect(nodeVerifier.verify(publicKey, new Uint8Array([0]), signature)).toBe(false);
+    expect(await nodeVerifier.verify(publicKey, new Uint8Array(0), signature)).toBe(true);
+    expect(await nodeVerifier.verify(publicKey, new Uint8Array([0]), signature)).toBe(false);
   });
 
   it("round-trips the key through did:key", async () => {
@@ -125,7 +125,7 @@ describe("published entry vector", () => {
 
   it("signs to the documented signature, which both verifiers accept", async () => {
     expect(await signEntry(ENTRY, seed)).toBe(ENTRY_SIGNATURE);
-    expect(serverAccepts(ENTRY, ENTRY_SIGNATURE)).toBe(true);
+    expect(await serverAccepts(ENTRY, ENTRY_SIGNATURE)).toBe(true);
     expect(await verifyEntrySignature(ENTRY, ENTRY_SIGNATURE)).toBe(true);
   });
 
@@ -139,9 +139,9 @@ describe("published entry vector", () => {
   it("signs defaults for every absent optional field", async () => {
     expect(new TextDecoder().decode(entrySigningPayload(MINIMAL_ENTRY))).toBe(MINIMAL_PAYLOAD);
     expect(await signEntry(MINIMAL_ENTRY, seed)).toBe(MINIMAL_SIGNATURE);
-    expect(serverAccepts(MINIMAL_ENTRY, MINIMAL_SIGNATURE)).toBe(true);
+    expect(await serverAccepts(MINIMAL_ENTRY, MINIMAL_SIGNATURE)).toBe(true);
     const explicitDefaults = { ...MINIMAL_ENTRY, description: "", tags: [], data: {}, bondAmount: "" };
-    expect(serverAccepts(explicitDefaults, MINIMAL_SIGNATURE)).toBe(true);
+    expect(await serverAccepts(explicitDefaults, MINIMAL_SIGNATURE)).toBe(true);
   });
 });
 
@@ -168,15 +168,15 @@ describe("what the entry signature covers", () => {
 
   it.each(changes)("refuses the signature when %s changes", async (_name, change) => {
     const changed = { ...ENTRY, ...change } as EntrySigningFields;
-    expect(serverAccepts(changed, ENTRY_SIGNATURE)).toBe(false);
+    expect(await serverAccepts(changed, ENTRY_SIGNATURE)).toBe(false);
     expect(await verifyEntrySignature(changed, ENTRY_SIGNATURE)).toBe(false);
   });
 
-  it("refuses the signature when payloadType changes", () => {
+  it("refuses the signature when payloadType changes", async () => {
     const otherType = ENTRY_PAYLOAD.replace('"registry.entry.v1"', '"registry.entry.v2"');
     const signature = parseSignature(ENTRY_SIGNATURE) as Uint8Array;
-    expect(nodeVerifier.verify(publicKey, new TextEncoder().encode(otherType), signature)).toBe(false);
-    expect(nodeVerifier.verify(publicKey, new TextEncoder().encode(ENTRY_PAYLOAD), signature)).toBe(
+    expect(await nodeVerifier.verify(publicKey, new TextEncoder().encode(otherType), signature)).toBe(false);
+    expect(await nodeVerifier.verify(publicKey, new TextEncoder().encode(ENTRY_PAYLOAD), signature)).toBe(
       true,
     );
   });
@@ -189,7 +189,7 @@ describe("what the entry signature covers", () => {
     "2026-11-21T11:00:00+01:00",
   ])("still verifies with publishedAt written as %s", async (publishedAt) => {
     const rewritten = { ...ENTRY, publishedAt };
-    expect(serverAccepts(rewritten, ENTRY_SIGNATURE)).toBe(true);
+    expect(await serverAccepts(rewritten, ENTRY_SIGNATURE)).toBe(true);
     expect(await verifyEntrySignature(rewritten, ENTRY_SIGNATURE)).toBe(true);
   });
 
@@ -200,7 +200,7 @@ describe("what the entry signature covers", () => {
       signature: ENTRY_SIGNATURE,
       sequence: "42",
     };
-    expect(serverAccepts(reordered, ENTRY_SIGNATURE)).toBe(true);
+    expect(await serverAccepts(reordered, ENTRY_SIGNATURE)).toBe(true);
     expect(await verifyEntrySignature(reordered, ENTRY_SIGNATURE)).toBe(true);
   });
 
@@ -208,7 +208,7 @@ describe("what the entry signature covers", () => {
     const overRevocation = await signRevocation(REVOKED_DID, REVOKE_REASON, seed);
     const overMinimal = MINIMAL_SIGNATURE;
     for (const signature of [overRevocation, overMinimal]) {
-      expect(serverAccepts(ENTRY, signature)).toBe(false);
+      expect(await serverAccepts(ENTRY, signature)).toBe(false);
       expect(await verifyEntrySignature(ENTRY, signature)).toBe(false);
     }
   });
@@ -216,7 +216,7 @@ describe("what the entry signature covers", () => {
   it("refuses the right bytes signed by another key", async () => {
     const other = await keyPairFromSeed(new Uint8Array(32).fill(7));
     const signature = await signEntry(ENTRY, other.privateKey);
-    expect(serverAccepts(ENTRY, signature)).toBe(false);
+    expect(await serverAccepts(ENTRY, signature)).toBe(false);
     expect(await verifyEntrySignature(ENTRY, signature)).toBe(false);
   });
 
@@ -225,7 +225,7 @@ describe("what the entry signature covers", () => {
     for (const signature of [flipped, "", "ed25519:", ENTRY_SIGNATURE.slice(0, -1), `${ENTRY_SIGNATURE}=`]) {
       expect(await verifyEntrySignature(ENTRY, signature)).toBe(false);
     }
-    expect(serverAccepts(ENTRY, flipped)).toBe(false);
+    expect(await serverAccepts(ENTRY, flipped)).toBe(false);
     const nonZeroSpareBits = `${ENTRY_SIGNATURE.slice(0, -1)}B`; // "A" -> "B" sets a spare bit
     expect(decodeSignature(nonZeroSpareBits)).toHaveProperty("error");
     expect(parseSignature(nonZeroSpareBits)).toHaveProperty("error");
@@ -244,9 +244,9 @@ describe("published revocation vectors", () => {
     expect(await signRevocation(REVOKED_BASE_DID, REVOKE_ALL_REASON, seed)).toBe(REVOKE_ALL_SIGNATURE);
   });
 
-  it("is accepted by node:crypto with the revoker's key", () => {
+  it("is accepted by node:crypto with the revoker's key", async () => {
     const payload = revocationSigningPayload(REVOKED_DID, REVOKE_REASON);
-    expect(nodeVerifier.verify(publicKey, payload, parseSignature(REVOKE_SIGNATURE) as Uint8Array)).toBe(
+    expect(await nodeVerifier.verify(publicKey, payload, parseSignature(REVOKE_SIGNATURE) as Uint8Array)).toBe(
       true,
     );
   });
@@ -337,7 +337,7 @@ describe("registry key / registry sign (in-process)", () => {
     const signed = JSON.parse(io.out) as EntrySigningFields & { signature: string };
     expect(signed).toEqual({ ...ENTRY, signature: ENTRY_SIGNATURE });
     expect(signed.publishedAt).toBe("2026-11-21T10:00:00Z");
-    expect(serverAccepts(signed, signed.signature)).toBe(true);
+    expect(await serverAccepts(signed, signed.signature)).toBe(true);
   });
 
   it("sign entry reads stdin, the key from the environment, and replaces an old signature", async () => {
@@ -373,7 +373,7 @@ describe("registry key / registry sign (in-process)", () => {
     const io = captureIo({ "entry.json": JSON.stringify({ ...ENTRY, publisherDid: did }) });
     expect(await runKeyCommand(["sign", "entry", "--key", privateKey, "--file", "entry.json"], io)).toBe(0);
     const signed = JSON.parse(io.out) as EntrySigningFields & { signature: string };
-    expect(serverAccepts(signed, signed.signature)).toBe(true);
+    expect(await serverAccepts(signed, signed.signature)).toBe(true);
   });
 
   it("sign revoke prints the DELETE body with the documented signature", async () => {
