@@ -124,7 +124,10 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
         })
       : createLocalChangeFeed();
   return {
-    repository: createCachedEntryRepository(repository, feed, { maxEntries: config.entryCacheSize }) as EntryRepository,
+    repository: createCachedEntryRepository(repository, feed, {
+      maxEntries: config.entryCacheSize,
+      maxBytes: config.entryCacheMb * 1024 * 1024,
+    }) as EntryRepository,
     close: () => feed.close(),
   };
 }

@@ -26,6 +26,8 @@ export interface RegistryConfig {
   readonly maxBodyBytes: number;
   /** Entry DIDs whose resolves and version lists are cached per process; 0 turns caching off. */
   readonly entryCacheSize: number;
+  /** Most memory, in MiB, the per-process entry cache may take. */
+  readonly entryCacheMb: number;
   /** Origins allowed by CORS; ["*"] allows any. */
   readonly corsOrigins: readonly string[];
 }
@@ -53,6 +55,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     tokenMaxTtlSeconds: integer(env, "AUTH_MAX_TTL_SECONDS", 3600, 1, 86_400),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 256 * 1024, 1024, 64 * 1024 * 1024),
     entryCacheSize: integer(env, "ENTRY_CACHE_SIZE", 50_000, 0, 10_000_000),
+    entryCacheMb: integer(env, "ENTRY_CACHE_MB", 64, 1, 65_536),
     corsOrigins: list(env.CORS_ORIGINS ?? "*", "CORS_ORIGINS"),
     ...overrides,
   };

@@ -18,6 +18,11 @@ export interface ChangeFeed {
 export interface EntryCacheOptions {
   /** Most entry DIDs kept; the least recently used go first. */
   readonly maxEntries?: number;
+  /**
+   * Most memory the cached answers may take, estimated from their content; the least recently
+   * used go first. Entries differ a lot in size (data can be 32 KiB), so a count alone is no bound.
+   */
+  readonly maxBytes?: number;
   /** Longest a cached answer is served, as a backstop behind the change feed. */
   readonly ttlMs?: number;
   readonly now?: () => number;
@@ -25,6 +30,8 @@ export interface EntryCacheOptions {
 
 interface CachedName {
   readonly storedAt: number;
+  /** Estimated memory of everything cached under this name. */
+  bytes: number;
   latest?: StoredEntry | null;
   versionList?: EntryVersionSummary[];
   readonly versions: Map<string, StoredEntry | null>;
@@ -40,22 +47,31 @@ export function createCachedEntryRepository(
   inner: EntryRepository,
   feed: ChangeFeed,
   options: EntryCacheOptions = {},
-): EntryRepository & { readonly size: number } {
+): EntryRepository & { readonly size: number; readonly bytes: number } {
   const maxEntries = options.maxEntries ?? 50_000;
+  const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
   const ttlMs = options.ttlMs ?? 60_000;
   const now = options.now ?? Date.now;
   const names = new Map<string, CachedName>();
+  let bytes = 0;
   let changes = 0;
 
+  const forget = (baseDid: string) => {
+    const name = names.get(baseDid);
+    if (name === undefined) return;
+    bytes -= name.bytes;
+    names.delete(baseDid);
+  };
   const drop = (baseDid: string) => {
     changes++;
-    names.delete(baseDid);
+    forget(baseDid);
   };
   feed.subscribe({
     onChange: drop,
     onReset: () => {
       changes++;
       names.clear();
+      bytes = 0;
     },
   });
 
@@ -63,7 +79,7 @@ export function createCachedEntryRepository(
     const name = names.get(baseDid);
     if (name === undefined) return undefined;
     if (!feed.live || now() - name.storedAt > ttlMs) {
-      names.delete(baseDid);
+      forget(baseDid);
       return undefined;
     }
     // Re-inserting keeps the Map in least-recently-used order.
@@ -86,11 +102,18 @@ export function createCachedEntryRepository(
     if (feed.live && changes === changesBefore) {
       let name = names.get(baseDid);
       if (name === undefined) {
-        name = { storedAt: now(), versions: new Map() };
+        name = { storedAt: now(), bytes: NAME_OVERHEAD_BYTES, versions: new Map() };
         names.set(baseDid, name);
-        if (names.size > maxEntries) names.delete(names.keys().next().value as string);
+        bytes += NAME_OVERHEAD_BYTES;
       }
+      const size = estimatedBytes(loaded as StoredEntry | EntryVersionSummary[] | null);
+      name.bytes += size;
+      bytes += size;
       put(name, loaded);
+      // The Map iterates least recently used first.
+      while (names.size > maxEntries || (bytes > maxBytes && names.size > 0)) {
+        forget(names.keys().next().value as string);
+      }
     }
     return loaded;
   }
@@ -98,6 +121,9 @@ export function createCachedEntryRepository(
   return {
     get size() {
       return names.size;
+    },
+    get bytes() {
+      return bytes;
     },
     async createEntry(entry) {
       try {
@@ -137,4 +163,17 @@ export function createCachedEntryRepository(
     // Ownership never changes once set, but an unknown name must not be remembered as unowned.
     findOwner: (baseDid) => inner.findOwner(baseDid),
   };
+}
+
+const NAME_OVERHEAD_BYTES = 256;
+const ENTRY_OVERHEAD_BYTES = 1_024;
+
+/**
+ * A rough memory estimate of a cached answer: a fixed cost per entry plus its variable-length
+ * text, counted at two bytes a character as V8 may store it. Close enough to bound the cache.
+ */
+function estimatedBytes(value: StoredEntry | EntryVersionSummary[] | null): number {
+  if (value === null) return 64;
+  if (Array.isArray(value)) return value.length * 256;
+  return ENTRY_OVERHEAD_BYTES + 2 * (value.description.length + JSON.stringify(value.data).length + value.tags.join("").length);
 }

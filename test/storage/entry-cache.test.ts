@@ -40,7 +40,7 @@ function countingRepository(answer: () => StoredEntry | undefined) {
   };
 }
 
-const entry = (version: string) => ({ version }) as unknown as StoredEntry;
+const entry = (version: string) => ({ version, description: "", tags: [], data: {} }) as unknown as StoredEntry;
 
 describe("the entry cache", () => {
   it("serves repeated resolves from memory until the entry changes", async () => {
@@ -166,5 +166,33 @@ describe.skipIf(!usesPostgres())("two registry processes on one Postgres", () =>
     await eventually(async () => (await read.resolve(base)).body.version === "2.0.0");
     await write.create(await publisher.entry("feed-recovery", "3.0.0"), token);
     await eventually(async () => (await read.resolve(base)).body.version === "3.0.0");
+  });
+});
+
+describe("the entry cache's memory bound", () => {
+  const sized = (version: string, dataBytes: number) =>
+    ({ version, description: "", tags: [], data: { blob: "x".repeat(dataBytes) } }) as unknown as StoredEntry;
+
+  it("evicts the least recently used names to stay under its byte budget", async () => {
+    const inner = countingRepository(() => sized("1.0.0", 30_000));
+    const cache = createCachedEntryRepository(inner.repository, manualFeed(), { maxBytes: 200_000 });
+    for (let index = 0; index < 10; index++) await cache.findLatest(`did:reg:main:skill:big-${index}`);
+    // Each answer is estimated at about 61 KB (two bytes a character), so three fit.
+    expect(cache.size).toBe(3);
+    expect(cache.bytes).toBeLessThanOrEqual(200_000);
+    await cache.findLatest("did:reg:main:skill:big-9");
+    expect(inner.reads()).toBe(10);
+    await cache.findLatest("did:reg:main:skill:big-0");
+    expect(inner.reads()).toBe(11);
+  });
+
+  it("gives the bytes back when an entry changes", async () => {
+    const feed = manualFeed();
+    const cache = createCachedEntryRepository(countingRepository(() => sized("1.0.0", 1_000)).repository, feed);
+    await cache.findLatest("did:reg:main:skill:a");
+    expect(cache.bytes).toBeGreaterThan(2_000);
+    feed.change("did:reg:main:skill:a");
+    expect(cache.bytes).toBe(0);
+    expect(cache.size).toBe(0);
   });
 });
