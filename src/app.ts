@@ -1,5 +1,6 @@
 import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
+import { createRegistry } from "@bufbuild/protobuf";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
 import { createKnexAuthRepository } from "./auth/auth-repository.js";
@@ -16,15 +17,17 @@ import { createRestTranscoder, servedService, type RestService } from "./edge/re
 import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
 import { describeError, type Logger } from "./logger.js";
 import { migrateToLatest, openDatabase, type Database } from "./storage/database.js";
-import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
 import { createLocalChangeFeed, createPostgresChangeFeed } from "./storage/change-feed.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
+import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
 import type { EntryRepository } from "./entries/entry-repository.js";
-import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { TokenService } from "../gen/auth/v1/token_service_pb.js";
-import { RegistryService } from "../gen/registry/v1/registry_service_pb.js";
-import { createRegistry } from "@bufbuild/protobuf";
 import { BadRequestSchema } from "../gen/google/rpc/error_details_pb.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import { RegistryService } from "../gen/registry/v1/registry_service_pb.js";
+
+/** How long streams may run on after shutdown begins. */
+const STREAM_DRAIN_MS = 1_000;
 
 export interface RunningRegistry {
   readonly address: AddressInfo;
@@ -100,8 +103,12 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     url,
     database,
     async close() {
-      shutdown.abort();
+      // In-flight unary calls finish normally; streams that never end by themselves (health
+      // Watch, reflection) are told to stop after a moment, so the server can drain.
+      const endStreams = setTimeout(() => shutdown.abort(), STREAM_DRAIN_MS);
       await server.close();
+      clearTimeout(endStreams);
+      shutdown.abort();
       await entryStore.close();
       if (options.database === undefined) await database.close();
     },

@@ -1,13 +1,12 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Principal } from "../auth/principal.js";
 import type { EntryInput } from "../domain/entry-rules.js";
 import type { StoredEntry, EntryVersionSummary } from "../entries/entry-repository.js";
 import type { EntryService } from "../entries/entry-service.js";
 import { InvalidArgumentError } from "../errors.js";
-import type { Entry, EntryVersion } from "../../gen/registry/v1/entry_pb.js";
+import { EntrySchema, type Entry, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
 import type { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
-import { EntrySchema, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
 
 /** Authenticates the caller of a write from its authorization header. */
 export type Authenticate = (authorization: string | null) => Promise<Principal>;
@@ -115,4 +114,3 @@ function versionMessage(version: EntryVersionSummary): MessageInitShape<typeof E
   };
 }
 
-export type { EntryVersion };
