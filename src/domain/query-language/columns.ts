@@ -1,0 +1,221 @@
+import { parseVersion } from "../semver-order.js";
+import { columnText, type Column, type Expr, type Literal, type Predicate, type Query } from "./ast.js";
+import { QueryError } from "./query-error.js";
+
+/** How a column's values compare, which decides the operators and literals it accepts. */
+export type ColumnKind = "text" | "semver" | "time" | "number" | "amount" | "tags" | "boolean" | "status" | "json";
+
+/** Predicate operators as the checker names them: comparison symbols plus the keyword forms. */
+export type QueryOperator = "=" | "!=" | "<" | "<=" | ">" | ">=" | "IN" | "LIKE" | "IS NULL" | "CONTAINS";
+
+/** The columns of the `entries` table (CONTRACT 6), besides `data.<key>...` paths. */
+export const COLUMN_KINDS: Readonly<Record<string, ColumnKind>> = {
+  entry_did: "text",
+  entry_type: "text",
+  name: "text",
+  version: "semver",
+  publisher_did: "text",
+  published_at: "time",
+  description: "text",
+  tags: "tags",
+  content_hash: "text",
+  bond_amount: "amount",
+  sequence: "number",
+  status: "status",
+  is_latest: "boolean",
+};
+
+export const COLUMN_NAMES: readonly string[] = Object.keys(COLUMN_KINDS);
+
+const EQUALITY: readonly QueryOperator[] = ["=", "!="];
+const ORDERING: readonly QueryOperator[] = ["=", "!=", "<", "<=", ">", ">="];
+
+export const ALLOWED_OPERATORS: Readonly<Record<ColumnKind, readonly QueryOperator[]>> = {
+  text: [...ORDERING, "IN", "LIKE", "IS NULL", "CONTAINS"],
+  semver: [...ORDERING, "IN", "LIKE"],
+  time: [...ORDERING, "IN"],
+  number: [...ORDERING, "IN"],
+  amount: [...ORDERING, "IN", "LIKE", "IS NULL"],
+  tags: ["CONTAINS"],
+  boolean: EQUALITY,
+  status: [...EQUALITY, "IN"],
+  json: [...ORDERING, "IN", "LIKE", "IS NULL", "CONTAINS"],
+};
+
+/** Kinds a result can be sorted by; a tag list has no order of its own. */
+const ORDERABLE: ReadonlySet<ColumnKind> = new Set(["text", "semver", "time", "number", "amount", "boolean", "status", "json"]);
+
+export const DATA_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
+
+const STATUSES: readonly string[] = ["active", "revoked"];
+const AMOUNT_PATTERN = /^[0-9]{1,30}(\.[0-9]{1,18})? [A-Z][A-Z0-9]{1,15}$/;
+const DATE_PATTERN = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/;
+const RFC3339_PATTERN = /^([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-]([0-9]{2}):([0-9]{2}))$/;
+
+/** A query whose columns, operators and literals have been checked; the only input the compiler accepts. */
+export interface CheckedQuery {
+  readonly query: Query;
+  /** The columns each result row carries, with `*` spelled out. */
+  readonly selected: readonly Column[];
+  readonly checked: true;
+}
+
+/** Rejects unknown columns, operators that make no sense for a column's kind and literals that do not fit. */
+export function checkQuery(query: Query): CheckedQuery {
+  const selected = query.columns === "*" ? allColumns() : query.columns;
+  for (const column of selected) kindOf(column);
+  if (query.where !== undefined) checkExpr(query.where);
+  for (const item of query.orderBy) checkOrderable(item.column);
+  return { query, selected, checked: true };
+}
+
+/** The kind of a column, or a QueryError naming the valid columns. */
+export function kindOf(column: Column): ColumnKind {
+  if (column.kind === "data") {
+    column.path.forEach(checkDataKey(column));
+    return "json";
+  }
+  const kind = COLUMN_KINDS[column.name];
+  if (kind !== undefined) return kind;
+  throw QueryError.expected(column.position, `a column (${COLUMN_NAMES.join(", ")} or data.<key>)`, `unknown column '${column.name}'`);
+}
+
+function checkDataKey(column: Column) {
+  return (key: string): void => {
+    if (!DATA_KEY_PATTERN.test(key)) {
+      throw QueryError.expected(column.position, "data keys of 1-64 letters, digits, '_' or '-'", `'${columnText(column)}'`);
+    }
+  };
+}
+
+function allColumns(): Column[] {
+  return COLUMN_NAMES.map((name) => ({ kind: "column", name, position: { line: 1, column: 1 } }));
+}
+
+function checkOrderable(column: Column): void {
+  const kind = kindOf(column);
+  if (!ORDERABLE.has(kind)) {
+    throw QueryError.expected(column.position, "a column that can be ordered", `${kind} column '${columnText(column)}'`);
+  }
+}
+
+function checkExpr(expr: Expr): void {
+  switch (expr.kind) {
+    case "and":
+    case "or":
+      expr.operands.forEach(checkExpr);
+      return;
+    case "not":
+      checkExpr(expr.operand);
+      return;
+    default:
+      checkPredicate(expr);
+  }
+}
+
+function checkPredicate(predicate: Predicate): void {
+  const kind = kindOf(predicate.column);
+  const operator = operatorOf(predicate);
+  if (!ALLOWED_OPERATORS[kind].includes(operator)) {
+    const allowed = ALLOWED_OPERATORS[kind].join(" ");
+    throw QueryError.expected(
+      predicate.position,
+      `an operator for ${kind} column '${columnText(predicate.column)}' (${allowed})`,
+      operator,
+    );
+  }
+  switch (predicate.kind) {
+    case "comparison":
+      checkLiteral(predicate.column, kind, predicate.value);
+      return;
+    case "in":
+      predicate.values.forEach((value) => checkLiteral(predicate.column, kind, value));
+      return;
+    case "contains":
+      checkContainsLiteral(predicate.column, kind, predicate.value);
+      return;
+    case "like":
+    case "is_null":
+      // The parser already insists on a string pattern; IS NULL has no literal.
+      return;
+  }
+}
+
+function operatorOf(predicate: Predicate): QueryOperator {
+  switch (predicate.kind) {
+    case "comparison":
+      return predicate.op;
+    case "in":
+      return "IN";
+    case "like":
+      return "LIKE";
+    case "is_null":
+      return "IS NULL";
+    case "contains":
+      return "CONTAINS";
+  }
+}
+
+function checkContainsLiteral(column: Column, kind: ColumnKind, literal: Literal): void {
+  // Substring and tag membership are about text; JSON data may hold arrays of anything.
+  if (kind === "json") return;
+  if (typeof literal.value !== "string") throw mismatch(column, "a string", literal);
+}
+
+function checkLiteral(column: Column, kind: ColumnKind, literal: Literal): void {
+  const problem = literalProblem(kind, literal.value);
+  if (problem !== undefined) throw mismatch(column, problem, literal);
+}
+
+/** What the literal should have been, or undefined when it fits. */
+function literalProblem(kind: ColumnKind, value: Literal["value"]): string | undefined {
+  switch (kind) {
+    case "json":
+      return undefined;
+    case "text":
+    case "tags":
+      return typeof value === "string" ? undefined : "a string";
+    case "semver":
+      return typeof value === "string" && !("error" in parseVersion(value)) ? undefined : "a SemVer version string such as '1.2.3'";
+    case "time":
+      return typeof value === "string" && isDateOrTime(value) ? undefined : "a date '2026-01-01' or an RFC 3339 time";
+    case "number":
+      return typeof value === "number" && Number.isSafeInteger(value) ? undefined : "an integer";
+    case "amount":
+      return typeof value === "string" && AMOUNT_PATTERN.test(value) ? undefined : "an amount string such as '100 USDC'";
+    case "boolean":
+      return typeof value === "boolean" ? undefined : "TRUE or FALSE";
+    case "status":
+      return typeof value === "string" && STATUSES.includes(value) ? undefined : "'active' or 'revoked'";
+  }
+}
+
+function mismatch(column: Column, expected: string, literal: Literal): QueryError {
+  return QueryError.expected(literal.position, `${expected} for '${columnText(column)}'`, describeLiteral(literal.value));
+}
+
+function describeLiteral(value: Literal["value"]): string {
+  if (typeof value === "string") return `string '${value.replaceAll("'", "''")}'`;
+  if (typeof value === "number") return `number ${value}`;
+  return value ? "TRUE" : "FALSE";
+}
+
+export function isDateOrTime(value: string): boolean {
+  const date = DATE_PATTERN.exec(value);
+  if (date !== null) return isCalendarDate(value);
+  const time = RFC3339_PATTERN.exec(value);
+  if (time === null) return false;
+  const [, day, hour, minute, second, , , offsetHour, offsetMinute] = time;
+  const inRange = (text: string | undefined, max: number): boolean => text === undefined || Number(text) <= max;
+  // Second 60 is a leap second, which RFC 3339 allows.
+  return isCalendarDate(day!) && inRange(hour, 23) && inRange(minute, 59) && inRange(second, 60) && inRange(offsetHour, 23) && inRange(offsetMinute, 59);
+}
+
+/** Date.UTC rolls 2026-02-30 over into March, so a round trip exposes impossible dates. */
+function isCalendarDate(text: string): boolean {
+  const match = DATE_PATTERN.exec(text);
+  if (match === null) return false;
+  const [year, month, day] = [Number(match[1]), Number(match[2]), Number(match[3])];
+  const date = new Date(Date.UTC(year, month - 1, day));
+  return date.getUTCFullYear() === year && date.getUTCMonth() === month - 1 && date.getUTCDate() === day;
+}
