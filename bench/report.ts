@@ -93,6 +93,11 @@ const medianOf = (values: readonly number[]) => {
 const httpCpuPerRequest = (runs: readonly Run<HttpLoadResult>[]) =>
   runs.map((r) => cpuPerRequest(r.usage.serverCpuPercent, r.result.requestsPerSecond));
 
+/** A row that only informs: no CPU split, no target. */
+function info(measure: string, value: string, runs: string): Row {
+  return { measure, value, runs, cpu: "", pressure: "", target: "", verdict: "" };
+}
+
 function verdict(pass: boolean, missBy?: string): string {
   return pass ? "PASS" : `MISS${missBy === undefined ? "" : ` (${missBy})`}`;
 }
@@ -129,42 +134,10 @@ function rows(f: Figures, t: Targets): Row[] {
       target: `>= ${t.restRatio}`,
       verdict: verdict(ratioPass, `${n(100 * (1 - f.rest.ratio / t.restRatio))}% short`),
     },
-    {
-      measure: "Server CPU per REST resolve, registry (µs)",
-      value: n(medianOf(httpCpuPerRequest(f.rest.registryRuns))),
-      runs: list(httpCpuPerRequest(f.rest.registryRuns)),
-      cpu: "",
-      pressure: "",
-      target: "",
-      verdict: "",
-    },
-    {
-      measure: "Server CPU per request, node:http floor (µs)",
-      value: n(medianOf(httpCpuPerRequest(f.rest.baselineRuns))),
-      runs: list(httpCpuPerRequest(f.rest.baselineRuns)),
-      cpu: "",
-      pressure: "",
-      target: "",
-      verdict: "",
-    },
-    {
-      measure: "REST resolve p99, registry (ms)",
-      value: n(f.rest.registryP99Ms, 1),
-      runs: list(f.rest.registryRuns.map((r) => r.result.latencyP99Ms), 1),
-      cpu: "",
-      pressure: "",
-      target: "",
-      verdict: "",
-    },
-    {
-      measure: "REST resolve p99, node:http floor (ms)",
-      value: n(f.rest.baselineP99Ms, 1),
-      runs: list(f.rest.baselineRuns.map((r) => r.result.latencyP99Ms), 1),
-      cpu: "",
-      pressure: "",
-      target: "",
-      verdict: "",
-    },
+    info("Server CPU per REST resolve, registry (µs)", n(medianOf(httpCpuPerRequest(f.rest.registryRuns))), list(httpCpuPerRequest(f.rest.registryRuns))),
+    info("Server CPU per request, node:http floor (µs)", n(medianOf(httpCpuPerRequest(f.rest.baselineRuns))), list(httpCpuPerRequest(f.rest.baselineRuns))),
+    info("REST resolve p99, registry (ms)", n(f.rest.registryP99Ms, 1), list(f.rest.registryRuns.map((r) => r.result.latencyP99Ms), 1)),
+    info("REST resolve p99, node:http floor (ms)", n(f.rest.baselineP99Ms, 1), list(f.rest.baselineRuns.map((r) => r.result.latencyP99Ms), 1)),
     {
       measure: "gRPC resolve (req/s)",
       value: n(f.grpc.rps),
@@ -174,24 +147,8 @@ function rows(f: Figures, t: Targets): Row[] {
       target: "",
       verdict: f.grpc.failures === 0 ? "" : `${f.grpc.failures} failed`,
     },
-    {
-      measure: "gRPC resolve p99 (ms)",
-      value: n(f.grpc.p99Ms, 1),
-      runs: list(f.grpc.runs.map((r) => r.result.latencyP99Ms), 1),
-      cpu: "",
-      pressure: "",
-      target: "",
-      verdict: "",
-    },
-    {
-      measure: "Server CPU per gRPC resolve (µs)",
-      value: n(medianOf(f.grpc.runs.map((r) => cpuPerRequest(r.result.serverCpuPercent, r.result.requestsPerSecond)))),
-      runs: list(f.grpc.runs.map((r) => cpuPerRequest(r.result.serverCpuPercent, r.result.requestsPerSecond))),
-      cpu: "",
-      pressure: "",
-      target: "",
-      verdict: "",
-    },
+    info("gRPC resolve p99 (ms)", n(f.grpc.p99Ms, 1), list(f.grpc.runs.map((r) => r.result.latencyP99Ms), 1)),
+    info("Server CPU per gRPC resolve (µs)", n(medianOf(f.grpc.runs.map((r) => cpuPerRequest(r.result.serverCpuPercent, r.result.requestsPerSecond)))), list(f.grpc.runs.map((r) => cpuPerRequest(r.result.serverCpuPercent, r.result.requestsPerSecond)))),
     {
       measure: "Creates with signature verification (/s)",
       value: n(f.creates.perSecond),
@@ -201,24 +158,8 @@ function rows(f: Figures, t: Targets): Row[] {
       target: `>= ${n(t.createsPerSecond)}`,
       verdict: verdict(createsPass, `${n(100 * (1 - f.creates.perSecond / t.createsPerSecond))}% short`),
     },
-    {
-      measure: "Create p99 (ms)",
-      value: n(f.creates.p99Ms, 1),
-      runs: list(f.creates.runs.map((r) => r.result.latencyP99Ms), 1),
-      cpu: "",
-      pressure: "",
-      target: "",
-      verdict: "",
-    },
-    {
-      measure: "Server CPU per create (µs)",
-      value: n(medianOf(httpCpuPerRequest(f.creates.runs))),
-      runs: list(httpCpuPerRequest(f.creates.runs)),
-      cpu: "",
-      pressure: "",
-      target: "",
-      verdict: "",
-    },
+    info("Create p99 (ms)", n(f.creates.p99Ms, 1), list(f.creates.runs.map((r) => r.result.latencyP99Ms), 1)),
+    info("Server CPU per create (µs)", n(medianOf(httpCpuPerRequest(f.creates.runs))), list(httpCpuPerRequest(f.creates.runs))),
     {
       measure: "Creates answered other than 201",
       value: n(f.creates.non201),
