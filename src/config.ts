@@ -22,6 +22,11 @@ export interface RegistryConfig {
   /** The `aud` access tokens are issued for and verified against. */
   readonly tokenAudience: string;
   readonly tokenMaxTtlSeconds: number;
+  /**
+   * The issuer's Ed25519 private key as a JWK, when the operator keeps it outside the database
+   * (a secrets manager); otherwise keys are created and rotated in the database.
+   */
+  readonly issuerPrivateJwk?: Readonly<Record<string, string>>;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
   /** Entry DIDs whose resolves and version lists are cached per process; 0 turns caching off. */
@@ -53,6 +58,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     authUrl: trimSlash(env.AUTH_URL ?? publicUrl),
     tokenAudience: env.TOKEN_AUDIENCE ?? "registry",
     tokenMaxTtlSeconds: integer(env, "AUTH_MAX_TTL_SECONDS", 3600, 1, 86_400),
+    issuerPrivateJwk: privateJwk(env.AUTH_ISSUER_PRIVATE_JWK),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 256 * 1024, 1024, 64 * 1024 * 1024),
     entryCacheSize: integer(env, "ENTRY_CACHE_SIZE", 50_000, 0, 10_000_000),
     entryCacheMb: integer(env, "ENTRY_CACHE_MB", 64, 1, 65_536),
@@ -80,6 +86,21 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not "${text}"`);
   }
   return value;
+}
+
+function privateJwk(text: string | undefined): Record<string, string> | undefined {
+  if (text === undefined || text === "") return undefined;
+  let jwk: unknown;
+  try {
+    jwk = JSON.parse(text);
+  } catch {
+    throw new ConfigError("AUTH_ISSUER_PRIVATE_JWK must be a JSON Web Key");
+  }
+  const { kty, crv, d, x } = (jwk ?? {}) as Record<string, unknown>;
+  if (kty !== "OKP" || crv !== "Ed25519" || typeof d !== "string" || typeof x !== "string") {
+    throw new ConfigError('AUTH_ISSUER_PRIVATE_JWK must be an Ed25519 private key: {"kty":"OKP","crv":"Ed25519","x":...,"d":...}');
+  }
+  return jwk as Record<string, string>;
 }
 
 function list(text: string, name: string): string[] {
