@@ -1,6 +1,5 @@
 /** A throwaway Postgres database for one benchmark run, created on the admin URL's server. */
 import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { withAdmin } from "../test/support/test-database.js";
 
 export const DEFAULT_ADMIN_URL = "postgres://postgres@127.0.0.1:5432/test";
