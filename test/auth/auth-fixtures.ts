@@ -79,13 +79,16 @@ export async function forgeToken(key: CryptoKey, kid: string, options: ForgeOpti
     ...options.claims,
   };
   for (const name of options.omit ?? []) delete claims[name];
+  // A header member given as undefined is left out, so a test can drop typ or kid.
+  const header: Record<string, unknown> = { alg: "EdDSA", typ: "at+jwt", kid, ...options.header };
+  for (const [name, value] of Object.entries(header)) if (value === undefined) delete header[name];
   return new SignJWT(claims)
-    .setProtectedHeader({ alg: "EdDSA", typ: "at+jwt", kid, ...options.header })
+    .setProtectedHeader(header as { alg: string })
     .sign(key);
 }
 
 /** An unsigned JWT (alg "none"), which no verifier may accept. */
-export function unsignedToken(kid: string): string {
+export function unsignedToken(kid: string, claims: JWTPayload = {}): string {
   const now = Math.floor(Date.now() / 1000);
   const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
   const header = encode({ alg: "none", typ: "at+jwt", kid });
@@ -97,6 +100,7 @@ export function unsignedToken(kid: string): string {
     iat: now,
     exp: now + 600,
     jti: "x",
+    ...claims,
   });
   return `${header}.${payload}.`;
 }

@@ -8,7 +8,6 @@ import {
   SignJWT,
   type CryptoKey,
   type JWK,
-  type JWTPayload,
 } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKnexAuthRepository } from "../../src/auth/auth-repository.js";
@@ -21,6 +20,7 @@ import {
   type TestRegistry,
 } from "../support/registry-fixture.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { forgeToken, unsignedToken, type ForgeOptions as FixtureForgeOptions } from "./auth-fixtures.js";
 
 /** What the fixture's server puts in (and expects of) its tokens. */
 const ISSUER = "http://registry.test";
@@ -62,48 +62,21 @@ afterAll(async () => {
   await db?.drop();
 });
 
-interface ForgeOptions {
+interface ForgeOptions extends FixtureForgeOptions {
+  /** Signs with this key instead of the issuer's. */
   readonly key?: CryptoKey;
-  readonly header?: Record<string, unknown>;
-  readonly claims?: JWTPayload;
-  readonly omit?: readonly string[];
 }
 
 /** A token exactly as the issuer would make it for `subject`, with one thing changed. */
-async function forge(subject: string, options: ForgeOptions = {}): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  const claims: JWTPayload = {
-    iss: ISSUER,
-    aud: AUDIENCE,
-    sub: subject,
-    scope: "registry.publish.skill",
-    iat: now,
-    exp: now + 600,
-    jti: randomBytes(12).toString("base64url"),
-    ...options.claims,
-  };
-  for (const name of options.omit ?? []) delete claims[name];
-  const header: Record<string, unknown> = { alg: "EdDSA", typ: "at+jwt", kid: issuerKey.kid, ...options.header };
-  for (const [name, value] of Object.entries(header)) if (value === undefined) delete header[name];
-  return new SignJWT(claims)
-    .setProtectedHeader(header as { alg: string })
-    .sign(options.key ?? issuerKey.privateKey);
+function forge(subject: string, { key, claims, ...rest }: ForgeOptions = {}): Promise<string> {
+  return forgeToken(key ?? issuerKey.privateKey, issuerKey.kid, {
+    ...rest,
+    claims: { iss: ISSUER, aud: AUDIENCE, sub: subject, ...claims },
+  });
 }
 
 function unsecuredJwt(subject: string): string {
-  const now = Math.floor(Date.now() / 1000);
-  const encode = (value: object) => Buffer.from(JSON.stringify(value)).toString("base64url");
-  const header = encode({ alg: "none", typ: "at+jwt", kid: issuerKey.kid });
-  const payload = encode({
-    iss: ISSUER,
-    aud: AUDIENCE,
-    sub: subject,
-    scope: "registry.publish.* registry.admin",
-    iat: now,
-    exp: now + 600,
-    jti: "unsecured",
-  });
-  return `${header}.${payload}.`;
+  return unsignedToken(issuerKey.kid, { iss: ISSUER, sub: subject, scope: "registry.publish.* registry.admin" });
 }
 
 /** HS256 keyed with the issuer's public key: the classic algorithm-confusion forgery. */
