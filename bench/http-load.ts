@@ -38,14 +38,21 @@ function summarise(result: AutocannonResult): HttpLoadResult {
   };
 }
 
-/** GETs each path in turn (one shared cursor across connections, so they spread over the list). */
-export async function resolveLoad(options: HttpLoadOptions, paths: readonly string[]): Promise<HttpLoadResult> {
-  let next = 0;
-  const result = await autocannon({
+/** Where the load goes and for how long; the same for every phase. */
+function runShape(options: HttpLoadOptions) {
+  return {
     url: options.url,
     connections: options.connections,
     duration: options.durationSeconds,
     warmup: { connections: options.connections, duration: options.warmupSeconds },
+  };
+}
+
+/** GETs each path in turn (one shared cursor across connections, so they spread over the list). */
+export async function resolveLoad(options: HttpLoadOptions, paths: readonly string[]): Promise<HttpLoadResult> {
+  let next = 0;
+  const result = await autocannon({
+    ...runShape(options),
     requests: [
       {
         method: "GET",
@@ -84,10 +91,7 @@ export async function createLoad(
   let non201 = 0;
   const failureSamples: string[] = [];
   const result = await autocannon({
-    url: options.url,
-    connections: options.connections,
-    duration: options.durationSeconds,
-    warmup: { connections: options.connections, duration: options.warmupSeconds },
+    ...runShape(options),
     requests: [
       {
         method: "POST",
