@@ -7,6 +7,8 @@ import { createKnexAuthRepository } from "./auth/auth-repository.js";
 import { createTokenIssuer } from "./auth/token-issuer.js";
 import type { RegistryConfig } from "./config.js";
 import { createEntryService } from "./entries/entry-service.js";
+import { createDiscoveryService } from "./discovery/discovery-service.js";
+import { createCursorCodec } from "./domain/page-cursor.js";
 import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
 import { createHealthService } from "./edge/health-service.js";
 import { createProtocolServer } from "./edge/protocol-server.js";
@@ -20,6 +22,8 @@ import { migrateToLatest, openDatabase, type Database } from "./storage/database
 import { createLocalChangeFeed, createPostgresChangeFeed } from "./storage/change-feed.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
+import { createKnexDiscoveryRepository } from "./storage/knex-discovery-repository.js";
+import { loadOrCreateSecret } from "./storage/registry-secrets.js";
 import type { EntryRepository } from "./entries/entry-repository.js";
 import { TokenService } from "../gen/auth/v1/token_service_pb.js";
 import { BadRequestSchema } from "../gen/google/rpc/error_details_pb.js";
@@ -52,7 +56,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   // Connect links every call in flight to this signal: one listener each, legitimately many.
   setMaxListeners(0, shutdown.signal);
   const entryStore = await openEntryRepository(config, database, logger);
-  const services = createServices(config, database, entryStore.repository);
+  const services = await createServices(config, database, entryStore.repository);
   const interceptors = [createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error)))];
   const isReady = () => database.ping().then(() => true);
   const health = createHealthService(isReady, { services: services.map(({ service }) => service.typeName) });
@@ -140,7 +144,7 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
 }
 
 /** The implementations of the services this role serves. */
-function createServices(config: RegistryConfig, database: Database, entryRepository: EntryRepository): RestService[] {
+async function createServices(config: RegistryConfig, database: Database, entryRepository: EntryRepository): Promise<RestService[]> {
   const services: RestService[] = [];
   const authRepository = createKnexAuthRepository(database.knex);
   const issuer =
@@ -155,7 +159,14 @@ function createServices(config: RegistryConfig, database: Database, entryReposit
     keys: issuer === undefined ? new URL(`${config.authUrl}/.well-known/jwks.json`) : (opts) => issuer.jwks(opts),
   });
   const entries = createEntryService({ repository: entryRepository, entryTypes: config.entryTypes });
-  const impl = createRegistryServiceImpl({ entries, authenticate: (header) => verifier.authenticate(header) });
+  const discovery = createDiscoveryService({
+    repository: createKnexDiscoveryRepository(database.knex, { statementTimeoutMs: config.discoveryTimeoutMs }),
+    cursors: createCursorCodec({
+      secret: config.cursorSecret ?? (await loadOrCreateSecret(database.knex, "page-cursor")),
+      ttlMs: config.cursorTtlSeconds * 1000,
+    }),
+  });
+  const impl = createRegistryServiceImpl({ entries, discovery, authenticate: (header) => verifier.authenticate(header) });
   services.push(servedService(RegistryService, impl));
   return services;
 }

@@ -35,6 +35,23 @@ export interface RegistryConfig {
   readonly entryCacheMb: number;
   /** Origins allowed by CORS; ["*"] allows any. */
   readonly corsOrigins: readonly string[];
+  /**
+   * Signs discovery page cursors; every replica must have the same. When unset the registry makes
+   * one and keeps it in the database, where all replicas find it.
+   */
+  readonly cursorSecret?: string;
+  /** How long a page cursor stays valid. */
+  readonly cursorTtlSeconds: number;
+  /** Longest a discovery query may run before it is cancelled. */
+  readonly discoveryTimeoutMs: number;
+  /** Read requests per second allowed per client IP (token refill rate); 0 turns rate limiting off. */
+  readonly rateLimitRps: number;
+  /** Read requests a client IP may make at once before the rate applies (token bucket size). */
+  readonly rateLimitBurst: number;
+  /** Networks (CIDRs) of proxies whose X-Forwarded-For is believed; empty believes none. */
+  readonly trustProxy: readonly string[];
+  /** Redis URL for rate-limit buckets shared by replicas; empty uses the database instead. */
+  readonly redisUrl: string;
 }
 
 export class ConfigError extends Error {}
@@ -63,6 +80,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     entryCacheSize: integer(env, "ENTRY_CACHE_SIZE", 50_000, 0, 10_000_000),
     entryCacheMb: integer(env, "ENTRY_CACHE_MB", 64, 1, 65_536),
     corsOrigins: list(env.CORS_ORIGINS ?? "*", "CORS_ORIGINS"),
+    cursorSecret: cursorSecret(env.REGISTRY_CURSOR_SECRET),
+    cursorTtlSeconds: integer(env, "REGISTRY_CURSOR_TTL_SECONDS", 86_400, 1, 30 * 86_400),
+    discoveryTimeoutMs: integer(env, "DISCOVERY_TIMEOUT_MS", 3_000, 1, 600_000),
+    rateLimitRps: integer(env, "RATE_LIMIT_RPS", 100, 0, 1_000_000),
+    rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 200, 1, 1_000_000),
+    trustProxy: env.TRUST_PROXY === undefined || env.TRUST_PROXY.trim() === "" ? [] : list(env.TRUST_PROXY, "TRUST_PROXY"),
+    redisUrl: env.REDIS_URL ?? "",
     ...overrides,
   };
   for (const type of config.entryTypes) {
@@ -101,6 +125,14 @@ function privateJwk(text: string | undefined): Record<string, string> | undefine
     throw new ConfigError('AUTH_ISSUER_PRIVATE_JWK must be an Ed25519 private key: {"kty":"OKP","crv":"Ed25519","x":...,"d":...}');
   }
   return jwk as Record<string, string>;
+}
+
+function cursorSecret(text: string | undefined): string | undefined {
+  if (text === undefined || text === "") return undefined;
+  if (Buffer.byteLength(text, "utf8") < 32) {
+    throw new ConfigError("REGISTRY_CURSOR_SECRET must be at least 32 bytes (e.g. openssl rand -base64 48)");
+  }
+  return text;
 }
 
 function list(text: string, name: string): string[] {

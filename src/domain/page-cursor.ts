@@ -14,7 +14,7 @@
  *
  * Wire layout, before base64url (no padding):
  *   version (1) | issued-at ms, big-endian (6) | SHA-256 of binding (32) | remaining (4,
- *   0xFFFFFFFF when absent) | position as UTF-8 JSON array | HMAC-SHA256 tag (32)
+ *   0xFFFFFFFF when absent) | total (4, likewise) | position as UTF-8 JSON array | HMAC-SHA256 tag (32)
  * The tag covers everything before it, prefixed with a context label so the same secret used for
  * another purpose can never yield a valid cursor.
  *
@@ -33,11 +33,14 @@ export interface CursorState {
   readonly position: readonly CursorScalar[];
   /** How many rows of the query's overall LIMIT are still to be returned, if it has one. */
   readonly remaining?: number;
+  /** The listing's match count from its first page, so every page reports the same total. */
+  readonly total?: number;
 }
 
 export interface DecodedCursor {
   readonly position: CursorScalar[];
   readonly remaining?: number;
+  readonly total?: number;
 }
 
 export interface CursorCodec {
@@ -57,7 +60,11 @@ export interface CursorCodecOptions {
 }
 
 export const CURSOR_FIELD = "cursor";
-export const MAX_CURSOR_LENGTH = 2048;
+/**
+ * Positions carry the last row's ORDER BY values, and a description or a data value can be long;
+ * the bound keeps a cursor well inside the request body limit.
+ */
+export const MAX_CURSOR_LENGTH = 64 * 1024;
 export const DEFAULT_CURSOR_TTL_MS = 24 * 60 * 60 * 1000;
 export const MIN_CURSOR_SECRET_BYTES = 32;
 /** Replicas' clocks drift; a cursor from a slightly fast replica must still work on the others. */
@@ -79,8 +86,10 @@ const BINDING_BYTES = 32;
 const OFFSET_ISSUED_AT = 1;
 const OFFSET_BINDING = OFFSET_ISSUED_AT + 6;
 const OFFSET_REMAINING = OFFSET_BINDING + BINDING_BYTES;
-const OFFSET_POSITION = OFFSET_REMAINING + 4;
-const NO_REMAINING = 0xffffffff;
+const OFFSET_TOTAL = OFFSET_REMAINING + 4;
+const OFFSET_POSITION = OFFSET_TOTAL + 4;
+/** Marks an absent remaining or total. */
+const ABSENT = 0xffffffff;
 const MAC_CONTEXT = Buffer.from("open-registry page-cursor\0", "utf8");
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
@@ -125,8 +134,13 @@ export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
       const binding = payload.subarray(OFFSET_BINDING, OFFSET_REMAINING);
       if (!timingSafeEqual(binding, bindingDigest(expectedBinding))) throw invalid(CURSOR_ERRORS.binding);
       const remaining = payload.readUInt32BE(OFFSET_REMAINING);
+      const total = payload.readUInt32BE(OFFSET_TOTAL);
       const position = parsePosition(payload.subarray(OFFSET_POSITION));
-      return remaining === NO_REMAINING ? { position } : { position, remaining };
+      return {
+        position,
+        ...(remaining === ABSENT ? {} : { remaining }),
+        ...(total === ABSENT ? {} : { total }),
+      };
     },
   };
 }
@@ -144,12 +158,17 @@ function header(state: CursorState, now: number): Buffer {
   out[0] = VERSION;
   out.writeUIntBE(now, OFFSET_ISSUED_AT, 6);
   bindingDigest(state.binding).copy(out, OFFSET_BINDING);
-  const remaining = state.remaining ?? NO_REMAINING;
-  if (state.remaining !== undefined && !(Number.isSafeInteger(remaining) && remaining >= 0 && remaining < NO_REMAINING)) {
-    throw new RangeError("cursor remaining must be a non-negative 32-bit integer");
-  }
-  out.writeUInt32BE(remaining, OFFSET_REMAINING);
+  out.writeUInt32BE(optionalCount(state.remaining, "remaining"), OFFSET_REMAINING);
+  out.writeUInt32BE(optionalCount(state.total, "total"), OFFSET_TOTAL);
   return out;
+}
+
+function optionalCount(value: number | undefined, name: string): number {
+  if (value === undefined) return ABSENT;
+  if (!(Number.isSafeInteger(value) && value >= 0 && value < ABSENT)) {
+    throw new RangeError(`cursor ${name} must be a non-negative 32-bit integer`);
+  }
+  return value;
 }
 
 /** Hashed so any binding string fits a fixed-size slot. */

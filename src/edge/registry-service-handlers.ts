@@ -1,18 +1,22 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Principal } from "../auth/principal.js";
 import type { EntryInput } from "../domain/entry-rules.js";
 import type { StoredEntry, EntryVersionSummary } from "../entries/entry-repository.js";
 import type { EntryService } from "../entries/entry-service.js";
+import type { DiscoveryService } from "../discovery/discovery-service.js";
+import type { JsonValue } from "../discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../errors.js";
 import { EntrySchema, type Entry, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
-import type { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
+import type { DiscoverCondition, RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
 
 /** Authenticates the caller of a write from its authorization header. */
 export type Authenticate = (authorization: string | null) => Promise<Principal>;
 
 export interface RegistryServiceImplOptions {
   readonly entries: EntryService;
+  readonly discovery: DiscoveryService;
   readonly authenticate: Authenticate;
 }
 
@@ -20,7 +24,7 @@ export interface RegistryServiceImplOptions {
 export function createRegistryServiceImpl(
   options: RegistryServiceImplOptions,
 ): ServiceImpl<typeof RegistryService> {
-  const { entries, authenticate } = options;
+  const { entries, discovery, authenticate } = options;
   const caller = (context: HandlerContext) => authenticate(context.requestHeader.get("authorization"));
 
   return {
@@ -41,6 +45,27 @@ export function createRegistryServiceImpl(
       const revoked = await entries.revoke(principal, request);
       return { entries: revoked.map(entryMessage) };
     },
+    async discoverEntries(request) {
+      const result = await discovery.discover({
+        entryType: request.entryType,
+        conditions: request.conditions.map(conditionOf),
+        limit: request.limit,
+        cursor: request.cursor,
+      });
+      return { entries: result.entries.map(entryMessage), total: result.total, nextCursor: result.nextCursor };
+    },
+    async queryEntries(request) {
+      const result = await discovery.query({ query: request.query, limit: request.limit, cursor: request.cursor });
+      return { entries: [...result.rows], nextCursor: result.nextCursor };
+    },
+  };
+}
+
+function conditionOf(condition: DiscoverCondition) {
+  return {
+    field: condition.field,
+    op: condition.op,
+    value: condition.value === undefined ? undefined : (toJson(ValueSchema, condition.value) as JsonValue),
   };
 }
 

@@ -46,9 +46,11 @@ async function openPglite(dataDir: string, statementTimeout: number): Promise<Da
   // Loaded lazily so deployments on Postgres never load the WASM build.
   const { PGlite } = await import("@electric-sql/pglite");
   const { createPgConfig } = await import("@electric-sql/pglite/node-postgres");
+  // Trigram indexes serve discovery's substring search (migration 0004).
+  const { pg_trgm } = await import("@electric-sql/pglite/contrib/pg_trgm");
   const inMemory = dataDir.startsWith("memory://");
   const releaseLock = inMemory ? async () => {} : await lockDataDir(dataDir);
-  const pglite = await PGlite.create(dataDir).catch(async (error: unknown) => {
+  const pglite = await PGlite.create(dataDir, { extensions: { pg_trgm } }).catch(async (error: unknown) => {
     await releaseLock();
     throw error;
   });

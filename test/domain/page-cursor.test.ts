@@ -58,6 +58,14 @@ describe("page cursor round trip", () => {
     }
   });
 
+  it("keeps the listing's total next to remaining, each independently optional", () => {
+    const both = codec.encode({ binding: BINDING, position: ["7"], remaining: 3, total: 4_000_000_000 });
+    expect(codec.decode(both, BINDING)).toEqual({ position: ["7"], remaining: 3, total: 4_000_000_000 });
+    const totalOnly = codec.decode(codec.encode({ binding: BINDING, position: ["7"], total: 0 }), BINDING);
+    expect(totalOnly).toEqual({ position: ["7"], total: 0 });
+    expect(() => codec.encode({ binding: BINDING, position: [], total: 2 ** 32 })).toThrow(RangeError);
+  });
+
   it("leaves remaining out when it was not given", () => {
     const decoded = codec.decode(codec.encode({ binding: BINDING, position: ["7"] }), BINDING);
     expect("remaining" in decoded).toBe(false);

@@ -1,5 +1,5 @@
 import { create, createFileRegistry, fromBinary, type DescService } from "@bufbuild/protobuf";
-import { FileDescriptorProtoSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
+import { FileDescriptorProtoSchema, FileDescriptorSetSchema, type FileDescriptorProto } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, createClient, type ConnectRouter, type Transport } from "@connectrpc/connect";
 import { createWritableIterable } from "@connectrpc/connect/protocol";
 import { connectNodeAdapter, createGrpcTransport } from "@connectrpc/connect-node";
@@ -103,6 +103,22 @@ async function converse(
   return answers;
 }
 
+/**
+ * The files with every import before its importers, as a client links them. (protobuf-es's
+ * resolver form of createFileRegistry misorders a file imported by two others.)
+ */
+function dependencyOrder(files: readonly FileDescriptorProto[]): FileDescriptorProto[] {
+  const byName = new Map(files.map((f) => [f.name, f]));
+  const ordered: FileDescriptorProto[] = [];
+  const visit = (file: FileDescriptorProto | undefined) => {
+    if (file === undefined || ordered.includes(file)) return;
+    file.dependency.forEach((name) => visit(byName.get(name)));
+    ordered.push(file);
+  };
+  files.forEach(visit);
+  return ordered;
+}
+
 function decodeFiles(response: ServerReflectionResponse): FileDescriptorProto[] {
   if (response.messageResponse.case !== "fileDescriptorResponse") {
     throw new Error(`expected file descriptors, got ${response.messageResponse.case}`);
@@ -166,8 +182,7 @@ describe("gRPC reflection and health", () => {
       );
       expect(new Set(names).size).toBe(names.length);
       // A client must be able to link the set without any other source of descriptors.
-      const byName = new Map(files.map((f) => [f.name, f]));
-      const linked = createFileRegistry(files[0]!, (name) => byName.get(name));
+      const linked = createFileRegistry(create(FileDescriptorSetSchema, { file: dependencyOrder(files) }));
       expect(linked.getService("registry.v1.RegistryService")?.methods.map((m) => m.name)).toContain(
         "ResolveEntry",
       );

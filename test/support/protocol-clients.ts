@@ -31,6 +31,10 @@ export interface RegistryCalls {
   resolve(did: string): Promise<CallResult>;
   versions(did: string): Promise<CallResult>;
   revoke(did: string, body: { reason: string; signature: string }, token?: string): Promise<CallResult>;
+  /** POST /v1/discover with this body (the request's JSON form). */
+  discover(body: Record<string, unknown>): Promise<CallResult>;
+  /** POST /v1/discover/ql with this body. */
+  query(body: Record<string, unknown>): Promise<CallResult>;
 }
 
 export function registryClient(protocol: Protocol, baseUrl: string): RegistryCalls & { close(): void } {
@@ -48,6 +52,8 @@ export function registryClient(protocol: Protocol, baseUrl: string): RegistryCal
     resolve: (did) => call("ResolveEntry", { did }, undefined, (o) => o.entry),
     versions: (did) => call("ListEntryVersions", { did }, undefined, (o) => o),
     revoke: (did, body, token) => call("RevokeEntry", { did, ...body }, token, (o) => o),
+    discover: (body) => call("DiscoverEntries", body, undefined, (o) => o),
+    query: (body) => call("QueryEntries", body, undefined, (o) => o),
     close: () => rpc.close(),
   };
 }
@@ -117,6 +123,8 @@ function restCalls(baseUrl: string): RegistryCalls {
     resolve: (did) => send("GET", path(did)),
     versions: (did) => send("GET", `${path(did)}/versions`),
     revoke: (did, body, token) => send("DELETE", path(did), body, token),
+    discover: (body) => send("POST", "/v1/discover", body),
+    query: (body) => send("POST", "/v1/discover/ql", body),
   };
 }
 

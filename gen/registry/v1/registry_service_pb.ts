@@ -5,16 +5,18 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import type { Value } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { Entry, EntryVersion } from "./entry_pb.js";
 import { file_registry_v1_entry } from "./entry_pb.js";
 import { file_registry_v1_rest_options } from "./rest_options_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file registry/v1/registry_service.proto.
  */
 export const file_registry_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJyZWdpc3RyeS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgtyZWdpc3RyeS52MSI3ChJDcmVhdGVFbnRyeVJlcXVlc3QSIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSI4ChNDcmVhdGVFbnRyeVJlc3BvbnNlEiEKBWVudHJ5GAEgASgLMhIucmVnaXN0cnkudjEuRW50cnkiIgoTUmVzb2x2ZUVudHJ5UmVxdWVzdBILCgNkaWQYASABKAkiOQoUUmVzb2x2ZUVudHJ5UmVzcG9uc2USIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSInChhMaXN0RW50cnlWZXJzaW9uc1JlcXVlc3QSCwoDZGlkGAEgASgJIkgKGUxpc3RFbnRyeVZlcnNpb25zUmVzcG9uc2USKwoIdmVyc2lvbnMYASADKAsyGS5yZWdpc3RyeS52MS5FbnRyeVZlcnNpb24iRAoSUmV2b2tlRW50cnlSZXF1ZXN0EgsKA2RpZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEQoJc2lnbmF0dXJlGAMgASgJIjoKE1Jldm9rZUVudHJ5UmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5MvsDCg9SZWdpc3RyeVNlcnZpY2USeAoLQ3JlYXRlRW50cnkSHy5yZWdpc3RyeS52MS5DcmVhdGVFbnRyeVJlcXVlc3QaIC5yZWdpc3RyeS52MS5DcmVhdGVFbnRyeVJlc3BvbnNlIibA8xjJAYLT5JMCGzoFZW50cnliBWVudHJ5IgsvdjEvZW50cmllcxJ1CgxSZXNvbHZlRW50cnkSIC5yZWdpc3RyeS52MS5SZXNvbHZlRW50cnlSZXF1ZXN0GiEucmVnaXN0cnkudjEuUmVzb2x2ZUVudHJ5UmVzcG9uc2UiIILT5JMCGmIFZW50cnkSES92MS9lbnRyaWVzL3tkaWR9EoYBChFMaXN0RW50cnlWZXJzaW9ucxIlLnJlZ2lzdHJ5LnYxLkxpc3RFbnRyeVZlcnNpb25zUmVxdWVzdBomLnJlZ2lzdHJ5LnYxLkxpc3RFbnRyeVZlcnNpb25zUmVzcG9uc2UiIoLT5JMCHBIaL3YxL2VudHJpZXMve2RpZH0vdmVyc2lvbnMSbgoLUmV2b2tlRW50cnkSHy5yZWdpc3RyeS52MS5SZXZva2VFbnRyeVJlcXVlc3QaIC5yZWdpc3RyeS52MS5SZXZva2VFbnRyeVJlc3BvbnNlIhyC0+STAhY6ASoqES92MS9lbnRyaWVzL3tkaWR9YgZwcm90bzM", [file_google_api_annotations, file_registry_v1_entry, file_registry_v1_rest_options]);
+  fileDesc("CiJyZWdpc3RyeS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgtyZWdpc3RyeS52MSI3ChJDcmVhdGVFbnRyeVJlcXVlc3QSIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSI4ChNDcmVhdGVFbnRyeVJlc3BvbnNlEiEKBWVudHJ5GAEgASgLMhIucmVnaXN0cnkudjEuRW50cnkiIgoTUmVzb2x2ZUVudHJ5UmVxdWVzdBILCgNkaWQYASABKAkiOQoUUmVzb2x2ZUVudHJ5UmVzcG9uc2USIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSInChhMaXN0RW50cnlWZXJzaW9uc1JlcXVlc3QSCwoDZGlkGAEgASgJIkgKGUxpc3RFbnRyeVZlcnNpb25zUmVzcG9uc2USKwoIdmVyc2lvbnMYASADKAsyGS5yZWdpc3RyeS52MS5FbnRyeVZlcnNpb24iRAoSUmV2b2tlRW50cnlSZXF1ZXN0EgsKA2RpZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEQoJc2lnbmF0dXJlGAMgASgJIjoKE1Jldm9rZUVudHJ5UmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5In8KFkRpc2NvdmVyRW50cmllc1JlcXVlc3QSEgoKZW50cnlfdHlwZRgBIAEoCRIyCgpjb25kaXRpb25zGAIgAygLMh4ucmVnaXN0cnkudjEuRGlzY292ZXJDb25kaXRpb24SDQoFbGltaXQYAyABKAUSDgoGY3Vyc29yGAQgASgJIlUKEURpc2NvdmVyQ29uZGl0aW9uEg0KBWZpZWxkGAEgASgJEgoKAm9wGAIgASgJEiUKBXZhbHVlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIncKF0Rpc2NvdmVyRW50cmllc1Jlc3BvbnNlEiMKB2VudHJpZXMYASADKAsyEi5yZWdpc3RyeS52MS5FbnRyeRINCgV0b3RhbBgCIAEoBRIYCgtuZXh0X2N1cnNvchgDIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvciJDChNRdWVyeUVudHJpZXNSZXF1ZXN0Eg0KBXF1ZXJ5GAEgASgJEg4KBmN1cnNvchgCIAEoCRINCgVsaW1pdBgDIAEoBSJqChRRdWVyeUVudHJpZXNSZXNwb25zZRIoCgdlbnRyaWVzGAEgAygLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIYCgtuZXh0X2N1cnNvchgCIAEoCUgAiAEBQg4KDF9uZXh0X2N1cnNvcjLjBQoPUmVnaXN0cnlTZXJ2aWNlEngKC0NyZWF0ZUVudHJ5Eh8ucmVnaXN0cnkudjEuQ3JlYXRlRW50cnlSZXF1ZXN0GiAucmVnaXN0cnkudjEuQ3JlYXRlRW50cnlSZXNwb25zZSImwPMYyQGC0+STAhs6BWVudHJ5YgVlbnRyeSILL3YxL2VudHJpZXMSdQoMUmVzb2x2ZUVudHJ5EiAucmVnaXN0cnkudjEuUmVzb2x2ZUVudHJ5UmVxdWVzdBohLnJlZ2lzdHJ5LnYxLlJlc29sdmVFbnRyeVJlc3BvbnNlIiCC0+STAhpiBWVudHJ5EhEvdjEvZW50cmllcy97ZGlkfRKGAQoRTGlzdEVudHJ5VmVyc2lvbnMSJS5yZWdpc3RyeS52MS5MaXN0RW50cnlWZXJzaW9uc1JlcXVlc3QaJi5yZWdpc3RyeS52MS5MaXN0RW50cnlWZXJzaW9uc1Jlc3BvbnNlIiKC0+STAhwSGi92MS9lbnRyaWVzL3tkaWR9L3ZlcnNpb25zEm4KC1Jldm9rZUVudHJ5Eh8ucmVnaXN0cnkudjEuUmV2b2tlRW50cnlSZXF1ZXN0GiAucmVnaXN0cnkudjEuUmV2b2tlRW50cnlSZXNwb25zZSIcgtPkkwIWOgEqKhEvdjEvZW50cmllcy97ZGlkfRJ1Cg9EaXNjb3ZlckVudHJpZXMSIy5yZWdpc3RyeS52MS5EaXNjb3ZlckVudHJpZXNSZXF1ZXN0GiQucmVnaXN0cnkudjEuRGlzY292ZXJFbnRyaWVzUmVzcG9uc2UiF4LT5JMCEToBKiIML3YxL2Rpc2NvdmVyEm8KDFF1ZXJ5RW50cmllcxIgLnJlZ2lzdHJ5LnYxLlF1ZXJ5RW50cmllc1JlcXVlc3QaIS5yZWdpc3RyeS52MS5RdWVyeUVudHJpZXNSZXNwb25zZSIagtPkkwIUOgEqIg8vdjEvZGlzY292ZXIvcWxiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct, file_registry_v1_entry, file_registry_v1_rest_options]);
 
 /**
  * The entry to publish.
@@ -201,6 +203,190 @@ export const RevokeEntryResponseSchema: GenMessage<RevokeEntryResponse> = /*@__P
   messageDesc(file_registry_v1_registry_service, 7);
 
 /**
+ * A structured discovery request.
+ *
+ * @generated from message registry.v1.DiscoverEntriesRequest
+ */
+export type DiscoverEntriesRequest = Message<"registry.v1.DiscoverEntriesRequest"> & {
+  /**
+   * Only entries of this type; empty for every type. Same as a condition entryType = <type>.
+   *
+   * @generated from field: string entry_type = 1;
+   */
+  entryType: string;
+
+  /**
+   * Conditions every returned entry satisfies (ANDed); at most 64.
+   *
+   * @generated from field: repeated registry.v1.DiscoverCondition conditions = 2;
+   */
+  conditions: DiscoverCondition[];
+
+  /**
+   * Page size: 0 for the default of 20; at most 100 (larger values are clamped); negative is
+   * INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+
+  /**
+   * The next_cursor of the previous page, sent with the same entry_type and conditions; empty for
+   * the first page.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message registry.v1.DiscoverEntriesRequest.
+ * Use `create(DiscoverEntriesRequestSchema)` to create a new message.
+ */
+export const DiscoverEntriesRequestSchema: GenMessage<DiscoverEntriesRequest> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 8);
+
+/**
+ * One condition of a structured discovery request.
+ *
+ * @generated from message registry.v1.DiscoverCondition
+ */
+export type DiscoverCondition = Message<"registry.v1.DiscoverCondition"> & {
+  /**
+   * The entry field: entryDid, entryType, name, version, publisherDid, publishedAt, description,
+   * tags, contentHash, bondAmount, sequence, status, isLatest, or data.<key>[.<key>...].
+   *
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * One of = != > < >= <= IN CONTAINS. Comparisons use the field's own order: SemVer precedence
+   * for version, time for publishedAt, number for sequence, amount within one unit for bondAmount.
+   * CONTAINS is membership for tags and a case-insensitive substring for text.
+   *
+   * @generated from field: string op = 2;
+   */
+  op: string;
+
+  /**
+   * The value: a string, number or boolean; for IN an array (or a comma-separated string).
+   * publishedAt takes a date ("2026-01-01", the whole UTC day) or an RFC 3339 time.
+   *
+   * @generated from field: google.protobuf.Value value = 3;
+   */
+  value?: Value | undefined;
+};
+
+/**
+ * Describes the message registry.v1.DiscoverCondition.
+ * Use `create(DiscoverConditionSchema)` to create a new message.
+ */
+export const DiscoverConditionSchema: GenMessage<DiscoverCondition> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 9);
+
+/**
+ * A page of structured discovery results.
+ *
+ * @generated from message registry.v1.DiscoverEntriesResponse
+ */
+export type DiscoverEntriesResponse = Message<"registry.v1.DiscoverEntriesResponse"> & {
+  /**
+   * The matching entries of this page, in full.
+   *
+   * @generated from field: repeated registry.v1.Entry entries = 1;
+   */
+  entries: Entry[];
+
+  /**
+   * How many entries match the conditions in all.
+   *
+   * @generated from field: int32 total = 2;
+   */
+  total: number;
+
+  /**
+   * Present when more entries match: send it as cursor to get the next page.
+   *
+   * @generated from field: optional string next_cursor = 3;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message registry.v1.DiscoverEntriesResponse.
+ * Use `create(DiscoverEntriesResponseSchema)` to create a new message.
+ */
+export const DiscoverEntriesResponseSchema: GenMessage<DiscoverEntriesResponse> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 10);
+
+/**
+ * A query-language discovery request.
+ *
+ * @generated from message registry.v1.QueryEntriesRequest
+ */
+export type QueryEntriesRequest = Message<"registry.v1.QueryEntriesRequest"> & {
+  /**
+   * The query, at most 4 KiB: SELECT (* | col[, col...]) FROM entries [WHERE expr]
+   * [ORDER BY col [ASC|DESC][, ...]] [LIMIT n] [;] (see docs/query-language.md).
+   *
+   * @generated from field: string query = 1;
+   */
+  query: string;
+
+  /**
+   * The next_cursor of the previous page, sent with the same query; empty for the first page.
+   *
+   * @generated from field: string cursor = 2;
+   */
+  cursor: string;
+
+  /**
+   * Page size: 0 for the default of min(LIMIT, 20); at most 100 (larger values are clamped);
+   * negative is INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+};
+
+/**
+ * Describes the message registry.v1.QueryEntriesRequest.
+ * Use `create(QueryEntriesRequestSchema)` to create a new message.
+ */
+export const QueryEntriesRequestSchema: GenMessage<QueryEntriesRequest> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 11);
+
+/**
+ * A page of query-language results.
+ *
+ * @generated from message registry.v1.QueryEntriesResponse
+ */
+export type QueryEntriesResponse = Message<"registry.v1.QueryEntriesResponse"> & {
+  /**
+   * One object per matching entry with only the selected columns, named as in Entry's JSON form
+   * (entry_did is "entryDid"); a data.<key> column appears nested under "data".
+   *
+   * @generated from field: repeated google.protobuf.Struct entries = 1;
+   */
+  entries: JsonObject[];
+
+  /**
+   * Present when more entries match within the query's LIMIT: send it as cursor for the next page.
+   *
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message registry.v1.QueryEntriesResponse.
+ * Use `create(QueryEntriesResponseSchema)` to create a new message.
+ */
+export const QueryEntriesResponseSchema: GenMessage<QueryEntriesResponse> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 12);
+
+/**
  * Publishes, resolves and revokes entries.
  *
  * Reads need no credentials. Writes need an access token from auth.v1.TokenService in the
@@ -258,6 +444,32 @@ export const RegistryService: GenService<{
     methodKind: "unary";
     input: typeof RevokeEntryRequestSchema;
     output: typeof RevokeEntryResponseSchema;
+  },
+  /**
+   * Finds entries matching every condition (they are ANDed), newest first (highest sequence).
+   * Revoked versions are left out unless a condition names "status". Each version is an entry;
+   * a condition on "isLatest" narrows to the latest version of each name. Pages are linked by
+   * next_cursor; "total" counts every match, not just the page. Rate-limited per client IP.
+   *
+   * @generated from rpc registry.v1.RegistryService.DiscoverEntries
+   */
+  discoverEntries: {
+    methodKind: "unary";
+    input: typeof DiscoverEntriesRequestSchema;
+    output: typeof DiscoverEntriesResponseSchema;
+  },
+  /**
+   * Runs a read-only query in the registry's query language (docs/query-language.md), e.g.
+   * "SELECT entry_did, version FROM entries WHERE tags CONTAINS 'search' ORDER BY version DESC".
+   * Each returned entry carries only the selected columns. The query's LIMIT bounds the whole
+   * listing across pages; the request's limit is the page size. Rate-limited per client IP.
+   *
+   * @generated from rpc registry.v1.RegistryService.QueryEntries
+   */
+  queryEntries: {
+    methodKind: "unary";
+    input: typeof QueryEntriesRequestSchema;
+    output: typeof QueryEntriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_registry_v1_registry_service, 0);

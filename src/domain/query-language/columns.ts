@@ -134,9 +134,12 @@ function checkPredicate(predicate: Predicate): void {
     case "contains":
       checkContainsLiteral(predicate.column, kind, predicate.value);
       return;
-    case "like":
+    case "like": {
+      const problem = likePatternProblem(predicate.pattern);
+      if (problem !== undefined) throw QueryError.at(predicate.position, problem);
+      return;
+    }
     case "is_null":
-      // The parser already insists on a string pattern; IS NULL has no literal.
       return;
   }
 }
@@ -157,9 +160,27 @@ function operatorOf(predicate: Predicate): QueryOperator {
 }
 
 function checkContainsLiteral(column: Column, kind: ColumnKind, literal: Literal): void {
+  const problem = containsLiteralProblem(kind, literal.value);
+  if (problem !== undefined) throw mismatch(column, problem, literal);
+}
+
+/** What a CONTAINS value should have been, or undefined when it fits. */
+export function containsLiteralProblem(kind: ColumnKind, value: Literal["value"]): string | undefined {
+  if (typeof value === "string" && value.includes("\0")) return "text without NUL characters";
   // Substring and tag membership are about text; JSON data may hold arrays of anything.
-  if (kind === "json") return;
-  if (typeof literal.value !== "string") throw mismatch(column, "a string", literal);
+  if (kind === "json") return undefined;
+  return typeof value === "string" ? undefined : "a string";
+}
+
+/**
+ * LIKE patterns use `%` and `_` as wildcards and `\` to make the next character literal; a
+ * pattern ending in a lone `\` has nothing to escape and would fail in the database instead.
+ */
+export function likePatternProblem(pattern: string): string | undefined {
+  if (pattern.includes("\0")) return "LIKE pattern must not contain NUL characters";
+  const trailingBackslashes = /\\*$/.exec(pattern)?.[0].length ?? 0;
+  if (trailingBackslashes % 2 === 1) return "LIKE pattern must not end with a lone escape character '\\'";
+  return undefined;
 }
 
 function checkLiteral(column: Column, kind: ColumnKind, literal: Literal): void {
@@ -168,7 +189,9 @@ function checkLiteral(column: Column, kind: ColumnKind, literal: Literal): void 
 }
 
 /** What the literal should have been, or undefined when it fits. */
-function literalProblem(kind: ColumnKind, value: Literal["value"]): string | undefined {
+export function literalProblem(kind: ColumnKind, value: Literal["value"]): string | undefined {
+  // Postgres text cannot hold NUL; refusing it here keeps it from becoming a database error.
+  if (typeof value === "string" && value.includes("\0")) return "text without NUL characters";
   switch (kind) {
     case "json":
       return undefined;

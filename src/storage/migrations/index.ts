@@ -2,6 +2,8 @@ import type { Knex } from "knex";
 import * as entries from "./0001-entries.js";
 import * as auth from "./0002-auth.js";
 import * as createEntryFunction from "./0003-create-entry-function.js";
+import * as discoveryIndexes from "./0004-discovery-indexes.js";
+import * as registrySecrets from "./0006-registry-secrets.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -16,6 +18,8 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0001-entries", entries],
   ["0002-auth", auth],
   ["0003-create-entry-function", createEntryFunction],
+  ["0004-discovery-indexes", discoveryIndexes],
+  ["0006-registry-secrets", registrySecrets],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {

@@ -1,0 +1,103 @@
+/**
+ * What both discovery endpoints compile to: one filter, one total order, one projection. Structured
+ * conditions and the query language meet here, so the same question asked either way runs the same
+ * SQL and returns the same entries. Pure: no I/O.
+ */
+import type { Column, Expr, OrderItem, Query, SortDirection } from "../domain/query-language/ast.js";
+import { columnText } from "../domain/query-language/ast.js";
+import { cursorBinding } from "../domain/page-cursor.js";
+
+export interface DiscoveryPlan {
+  /** The filter, including the default that leaves revoked entries out. */
+  readonly where: Expr | undefined;
+  /**
+   * The requested order followed by `sequence` as a tie-breaker: sequence is unique, so the order
+   * is total and a keyset position names exactly one place in it.
+   */
+  readonly order: readonly OrderItem[];
+  /** The columns each result carries; "entry" for whole entries (structured discover). */
+  readonly projection: "entry" | readonly Column[];
+  /** The query's own LIMIT: the most rows the whole listing returns, across pages. */
+  readonly limit: number | undefined;
+  /** Fingerprint of everything that gives a cursor position its meaning. */
+  readonly binding: string;
+}
+
+const SOMEWHERE = { line: 1, column: 1 } as const;
+const SEQUENCE: Column = { kind: "column", name: "sequence", position: SOMEWHERE };
+
+/** Newest first, as a registry's listing usually is. */
+const DEFAULT_ORDER: readonly OrderItem[] = [{ column: SEQUENCE, direction: "desc" }];
+
+export type DiscoveryEndpoint = "discover" | "query";
+
+export function planDiscovery(endpoint: DiscoveryEndpoint, query: Query, projection: DiscoveryPlan["projection"]): DiscoveryPlan {
+  const where = withDefaultStatus(query.where);
+  const order = totalOrder(query.orderBy.length === 0 ? DEFAULT_ORDER : query.orderBy);
+  return {
+    where,
+    order,
+    projection,
+    limit: query.limit,
+    binding: cursorBinding({
+      endpoint,
+      where: withoutPositions(where),
+      order: order.map((item) => [columnText(item.column), item.direction]),
+      projection: projection === "entry" ? "entry" : projection.map(columnText),
+      limit: query.limit ?? null,
+    }),
+  };
+}
+
+/** Revoked entries are left out unless the filter says something about status itself. */
+function withDefaultStatus(where: Expr | undefined): Expr | undefined {
+  if (where !== undefined && mentionsColumn(where, "status")) return where;
+  const active: Expr = {
+    kind: "comparison",
+    column: { kind: "column", name: "status", position: SOMEWHERE },
+    op: "=",
+    value: { value: "active", position: SOMEWHERE },
+    position: SOMEWHERE,
+  };
+  if (where === undefined) return active;
+  return { kind: "and", operands: [where, active], position: where.position };
+}
+
+function mentionsColumn(expr: Expr, name: string): boolean {
+  switch (expr.kind) {
+    case "and":
+    case "or":
+      return expr.operands.some((operand) => mentionsColumn(operand, name));
+    case "not":
+      return mentionsColumn(expr.operand, name);
+    default:
+      return expr.column.kind === "column" && expr.column.name === name;
+  }
+}
+
+/** Items after `sequence` can never decide anything, so the order ends there. */
+function totalOrder(items: readonly OrderItem[]): OrderItem[] {
+  const order: OrderItem[] = [];
+  for (const item of items) {
+    order.push(item);
+    if (item.column.kind === "column" && item.column.name === "sequence") return order;
+  }
+  // The tie-breaker runs the way the last item does, so a one-direction order stays one row
+  // comparison (and one index range) in SQL.
+  const direction: SortDirection = order.at(-1)?.direction ?? "desc";
+  order.push({ column: SEQUENCE, direction });
+  return order;
+}
+
+/** The tree without source positions: the same question written differently binds the same. */
+function withoutPositions(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutPositions);
+  if (value !== null && typeof value === "object") {
+    return Object.fromEntries(
+      Object.entries(value)
+        .filter(([key]) => key !== "position")
+        .map(([key, inner]) => [key, withoutPositions(inner)]),
+    );
+  }
+  return value;
+}

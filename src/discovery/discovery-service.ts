@@ -1,0 +1,182 @@
+import type { Column } from "../domain/query-language/ast.js";
+import { checkQuery } from "../domain/query-language/columns.js";
+import { parseQuery } from "../domain/query-language/parser.js";
+import type { CursorCodec, DecodedCursor } from "../domain/page-cursor.js";
+import type { StoredEntry } from "../entries/entry-repository.js";
+import { InvalidArgumentError, type FieldViolation } from "../errors.js";
+import { planDiscovery, type DiscoveryPlan } from "./discovery-plan.js";
+import type { DiscoveredPage, DiscoveryRepository, PageRequest } from "./discovery-repository.js";
+import { structuredQuery, type JsonValue, type StructuredRequest } from "./structured-conditions.js";
+
+/** Page sizes (CONTRACT 6; 0 means the default, as in Google's AIP-158). */
+export const DEFAULT_PAGE_SIZE = 20;
+export const MAX_PAGE_SIZE = 100;
+
+export interface DiscoverRequest extends StructuredRequest {
+  readonly limit: number;
+  readonly cursor: string;
+}
+
+export interface DiscoverResult {
+  readonly entries: readonly StoredEntry[];
+  readonly total: number;
+  readonly nextCursor?: string;
+}
+
+export interface QueryRequest {
+  readonly query: string;
+  readonly limit: number;
+  readonly cursor: string;
+}
+
+/** One result of a query: the selected columns under the Entry's JSON names; data paths nested. */
+export type QueryRow = { [key: string]: JsonValue };
+
+export interface QueryResult {
+  readonly rows: readonly QueryRow[];
+  readonly nextCursor?: string;
+}
+
+export interface DiscoveryServiceOptions {
+  readonly repository: DiscoveryRepository;
+  readonly cursors: CursorCodec;
+}
+
+export type DiscoveryService = ReturnType<typeof createDiscoveryService>;
+
+/**
+ * Discovery by structured conditions and by the query language. Both become one plan (filter,
+ * total order, projection) and page through it by keyset: a cursor holds the last row's place in
+ * the order, so entries published while a client pages neither repeat nor shift the pages.
+ */
+export function createDiscoveryService(options: DiscoveryServiceOptions) {
+  const { repository, cursors } = options;
+
+  async function discover(request: DiscoverRequest): Promise<DiscoverResult> {
+    // Every fault at once: the page size and each condition are independent.
+    const [size, query] = allOrViolations(
+      () => pageSize(request.limit, DEFAULT_PAGE_SIZE),
+      () => structuredQuery(request),
+    );
+    const plan = planDiscovery("discover", query, "entry");
+    const resumed = resume(request.cursor, plan);
+    const page = await repository.findEntries(plan, pageRequest(resumed, size));
+    // The first page counts; later pages repeat that count, which is exactly what walking the
+    // listing yields (entries published meanwhile sort before the cursor and are not visited).
+    const total = resumed?.total ?? page.total ?? 0;
+    const next = nextPosition(page, size);
+    return {
+      entries: page.rows.slice(0, size).map((row) => row.values),
+      total,
+      ...(next === undefined ? {} : { nextCursor: cursors.encode({ binding: plan.binding, position: next, total }) }),
+    };
+  }
+
+  async function query(request: QueryRequest): Promise<QueryResult> {
+    const checked = checkQuery(parseQuery(request.query));
+    const plan = planDiscovery("query", checked.query, checked.selected);
+    const resumed = resume(request.cursor, plan);
+    const remaining = resumed?.remaining ?? plan.limit;
+    const size = Math.min(pageSize(request.limit, Math.min(plan.limit ?? DEFAULT_PAGE_SIZE, DEFAULT_PAGE_SIZE)), remaining ?? MAX_PAGE_SIZE);
+    if (size === 0) return { rows: [] };
+    const page = await repository.findProjected(plan, { ...pageRequest(resumed, size), count: false });
+    const rows = page.rows.slice(0, size).map((row) => queryRow(checked.selected, row.values));
+    const left = remaining === undefined ? undefined : remaining - rows.length;
+    const next = left === 0 ? undefined : nextPosition(page, size);
+    return {
+      rows,
+      ...(next === undefined ? {} : { nextCursor: cursors.encode({ binding: plan.binding, position: next, ...(left === undefined ? {} : { remaining: left }) }) }),
+    };
+  }
+
+  function resume(cursor: string, plan: DiscoveryPlan): DecodedCursor | undefined {
+    if (cursor === "") return undefined;
+    const decoded = cursors.decode(cursor, plan.binding);
+    // Signed by this registry for this very plan, so a malformed position is a server bug.
+    if (!decoded.position.every((value) => typeof value === "string")) {
+      throw InvalidArgumentError.of("cursor", "is not a valid cursor");
+    }
+    return decoded;
+  }
+
+  return { discover, query };
+}
+
+function allOrViolations<A, B>(first: () => A, second: () => B): [A, B] {
+  const violations: FieldViolation[] = [];
+  const attempt = <T>(work: () => T): T | undefined => {
+    try {
+      return work();
+    } catch (error) {
+      if (!(error instanceof InvalidArgumentError)) throw error;
+      violations.push(...error.violations);
+      return undefined;
+    }
+  };
+  const results = [attempt(first), attempt(second)] as [A, B];
+  if (violations.length > 0) throw new InvalidArgumentError(violations);
+  return results;
+}
+
+/** One row more than the page shows tells whether another page exists, without counting. */
+function pageRequest(resumed: DecodedCursor | undefined, size: number): PageRequest {
+  return {
+    size: size + 1,
+    count: resumed === undefined,
+    ...(resumed === undefined ? {} : { after: resumed.position as string[] }),
+  };
+}
+
+function nextPosition<T>(page: DiscoveredPage<T>, size: number): readonly string[] | undefined {
+  return page.rows.length > size ? page.rows[size - 1]!.position : undefined;
+}
+
+function pageSize(limit: number, fallback: number): number {
+  if (!Number.isInteger(limit) || limit < 0) throw InvalidArgumentError.of("limit", "must not be negative");
+  if (limit === 0) return fallback;
+  return Math.min(limit, MAX_PAGE_SIZE);
+}
+
+/** JSON names of the columns, as an Entry is written in JSON. */
+const JSON_NAMES: Readonly<Record<string, string>> = {
+  entry_did: "entryDid",
+  entry_type: "entryType",
+  name: "name",
+  version: "version",
+  publisher_did: "publisherDid",
+  published_at: "publishedAt",
+  description: "description",
+  tags: "tags",
+  content_hash: "contentHash",
+  bond_amount: "bondAmount",
+  sequence: "sequence",
+  status: "status",
+  is_latest: "isLatest",
+};
+
+function queryRow(selected: readonly Column[], values: ReadonlyMap<string, unknown>): QueryRow {
+  const row: QueryRow = {};
+  for (const column of selected) {
+    const value = values.get(column.kind === "column" ? column.name : ["data", ...column.path].join("."));
+    if (column.kind === "column") row[JSON_NAMES[column.name] ?? column.name] = jsonValue(value);
+    else setPath(row, ["data", ...column.path], (value ?? null) as JsonValue);
+  }
+  return row;
+}
+
+/** Database values in the Entry's JSON forms: times as RFC 3339 with milliseconds, int64 as text. */
+function jsonValue(value: unknown): JsonValue {
+  if (value instanceof Date) return value.toISOString();
+  if (typeof value === "bigint") return value.toString();
+  if (value === undefined) return null;
+  return value as JsonValue;
+}
+
+function setPath(target: { [key: string]: JsonValue }, path: readonly string[], value: JsonValue): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    node = (typeof next === "object" && next !== null && !Array.isArray(next) ? next : (node[key] = {})) as { [key: string]: JsonValue };
+  }
+  node[path.at(-1)!] = value;
+}
