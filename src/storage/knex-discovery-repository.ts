@@ -20,6 +20,7 @@ export interface KnexDiscoveryRepositoryOptions {
 /** Aliases of the order keys in the select list; no entries column starts with an underscore. */
 const keyAlias = (index: number) => `_key${index}`;
 const columnAlias = (index: number) => `_col${index}`;
+const ENTRY_COLUMNS: readonly SqlFragment[] = [{ sql: "entries.*", bindings: [] }];
 
 export function createKnexDiscoveryRepository(knex: Knex, options: KnexDiscoveryRepositoryOptions): DiscoveryRepository {
   const timeout = Math.trunc(options.statementTimeoutMs);
@@ -46,31 +47,20 @@ export function createKnexDiscoveryRepository(knex: Knex, options: KnexDiscovery
     selectList: readonly SqlFragment[],
     read: (row: Record<string, unknown>) => T,
   ): Promise<DiscoveredPage<T>> {
-    const keys = orderKeys(plan.order);
     return inSnapshot(async (tx) => {
-      const query = tx("entries");
-      for (const item of selectList) query.select(tx.raw(item.sql, bound(item)));
-      keys.forEach((key, index) => query.select(tx.raw(`(${key.expression.sql})::text as ${keyAlias(index)}`, bound(key.expression))));
-      const where = plan.where === undefined ? undefined : filterSql(plan.where);
-      if (where !== undefined) query.whereRaw(where.sql, bound(where));
-      if (page.after !== undefined) {
-        const after = afterPositionSql(keys, page.after);
-        query.whereRaw(after.sql, bound(after));
-      }
-      const orderBy = orderBySql(keys);
-      query.orderByRaw(orderBy.sql, bound(orderBy)).limit(page.size);
-      const rows: Record<string, unknown>[] = await query;
-      const total = page.count ? await countMatches(tx, where) : undefined;
+      const rows: Record<string, unknown>[] = await buildPageQuery(tx, plan, page, selectList);
+      const total = page.count ? await buildCountQuery(tx, plan) : undefined;
+      const keyCount = orderKeys(plan.order).length;
       return {
-        rows: rows.map((row) => ({ values: read(row), position: keys.map((_, index) => String(row[keyAlias(index)])) })),
-        ...(total === undefined ? {} : { total }),
+        rows: rows.map((row) => ({ values: read(row), position: Array.from({ length: keyCount }, (_, index) => String(row[keyAlias(index)])) })),
+        ...(total === undefined ? {} : { total: Number(total[0]?.count ?? 0) }),
       };
     });
   }
 
   return {
     findEntries: (plan, page) =>
-      findPage<StoredEntry>(plan, page, [{ sql: "entries.*", bindings: [] }], (row) => entryFromRow(row as unknown as EntryRow)),
+      findPage<StoredEntry>(plan, page, ENTRY_COLUMNS, (row) => entryFromRow(row as unknown as EntryRow)),
 
     findProjected(plan, page) {
       const columns = plan.projection === "entry" ? [] : plan.projection;
@@ -93,9 +83,33 @@ function projectedValues(columns: readonly Column[], row: Record<string, unknown
   return new Map(columns.map((column, index) => [columnText(column), row[columnAlias(index)]]));
 }
 
-async function countMatches(tx: Knex.Transaction, where: SqlFragment | undefined): Promise<number> {
-  const query = tx("entries").count<{ count: string }[]>({ count: "*" });
-  if (where !== undefined) query.whereRaw(where.sql, bound(where));
-  const [row] = await query;
-  return Number(row?.count ?? 0);
+/**
+ * The SELECT of one page: the projection, each order key as text (its cursor form), the filter,
+ * the keyset condition, the order, the size. Exported so the benchmark can EXPLAIN exactly it.
+ */
+export function buildPageQuery(db: Knex | Knex.Transaction, plan: DiscoveryPlan, page: PageRequest, selectList: readonly SqlFragment[] = ENTRY_COLUMNS): Knex.QueryBuilder {
+  const keys = orderKeys(plan.order);
+  const query = db("entries");
+  for (const item of selectList) query.select(db.raw(item.sql, bound(item)));
+  keys.forEach((key, index) => query.select(db.raw(`(${key.expression.sql})::text as ${keyAlias(index)}`, bound(key.expression))));
+  if (plan.where !== undefined) {
+    const where = filterSql(plan.where);
+    query.whereRaw(where.sql, bound(where));
+  }
+  if (page.after !== undefined) {
+    const after = afterPositionSql(keys, page.after);
+    query.whereRaw(after.sql, bound(after));
+  }
+  const orderBy = orderBySql(keys);
+  return query.orderByRaw(orderBy.sql, bound(orderBy)).limit(page.size);
+}
+
+/** The count of every match of the plan's filter. */
+export function buildCountQuery(db: Knex | Knex.Transaction, plan: DiscoveryPlan): Knex.QueryBuilder<Record<string, unknown>, { count: string }[]> {
+  const query = db("entries").count<{ count: string }[]>({ count: "*" });
+  if (plan.where !== undefined) {
+    const where = filterSql(plan.where);
+    query.whereRaw(where.sql, bound(where));
+  }
+  return query;
 }
