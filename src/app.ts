@@ -10,6 +10,12 @@ import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./domain/page-cursor.js";
 import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
+import { contextValuesFor, createClientAddressResolver } from "./edge/client-address.js";
+import { createRateLimitInterceptor } from "./edge/rate-limit-interceptor.js";
+import { createMemoryBucketStore, type BucketStore } from "./rate-limits/bucket-store.js";
+import { createPostgresBucketStore } from "./rate-limits/postgres-bucket-store.js";
+import { createRedisBucketStore } from "./rate-limits/redis-bucket-store.js";
+import { createRateLimiter, type RateLimiter } from "./rate-limits/rate-limiter.js";
 import { createHealthService } from "./edge/health-service.js";
 import { createProtocolServer } from "./edge/protocol-server.js";
 import { reflectionServiceDescriptors, registerReflection } from "./edge/reflection-service.js";
@@ -57,7 +63,14 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   setMaxListeners(0, shutdown.signal);
   const entryStore = await openEntryRepository(config, database, logger);
   const services = await createServices(config, database, entryStore.repository);
-  const interceptors = [createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error)))];
+  const contextValues = contextValuesFor(createClientAddressResolver(config.trustProxy));
+  const limiter = await openRateLimiter(config, database, logger);
+  // The limiter runs first (outermost): a refused call costs nothing more, and its headers reach
+  // every answer, errors (already mapped to Connect errors) included.
+  const interceptors = [
+    ...(limiter === undefined ? [] : [createRateLimitInterceptor({ limiter, methods: RATE_LIMITED_METHODS })]),
+    createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error))),
+  ];
   const isReady = () => database.ping().then(() => true);
   const health = createHealthService(isReady, { services: services.map(({ service }) => service.typeName) });
 
@@ -79,6 +92,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,
+    contextValues,
     fallback: rest,
   });
   const transcoder = createRestTranscoder({
@@ -87,6 +101,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     registry: createRegistry(BadRequestSchema),
     maxBodyBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,
+    contextValues,
   });
   const server = createProtocolServer(
     createRequestPipeline({
@@ -113,10 +128,40 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       await server.close();
       clearTimeout(endStreams);
       shutdown.abort();
+      await limiter?.close();
       await entryStore.close();
       if (options.database === undefined) await database.close();
     },
   };
+}
+
+/** The reads limited per client address (CONTRACT 9); writes need a token instead. */
+const RATE_LIMITED_METHODS = [
+  RegistryService.method.resolveEntry,
+  RegistryService.method.listEntryVersions,
+  RegistryService.method.discoverEntries,
+  RegistryService.method.queryEntries,
+];
+
+/**
+ * Buckets shared by replicas: in Redis when configured, else in Postgres. The embedded database
+ * belongs to one process, and its single connection should not carry a write for every read, so
+ * there the buckets stay in memory.
+ */
+async function openRateLimiter(config: RegistryConfig, database: Database, logger: Logger): Promise<RateLimiter | undefined> {
+  if (config.rateLimitRps === 0 || config.role === "auth") return undefined;
+  let store: BucketStore;
+  if (config.redisUrl !== "") {
+    store = await createRedisBucketStore({
+      url: config.redisUrl,
+      onError: (error) => logger.error("rate-limit Redis connection trouble", describeError(error)),
+    });
+  } else if (database.kind === "postgres") {
+    store = createPostgresBucketStore(database.knex);
+  } else {
+    store = createMemoryBucketStore();
+  }
+  return createRateLimiter({ limits: { rate: config.rateLimitRps, burst: config.rateLimitBurst }, store, logger });
 }
 
 /**

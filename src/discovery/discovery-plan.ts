@@ -90,7 +90,7 @@ function totalOrder(items: readonly OrderItem[]): OrderItem[] {
 }
 
 /** The tree without source positions: the same question written differently binds the same. */
-function withoutPositions(value: unknown): unknown {
+export function withoutPositions(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(withoutPositions);
   if (value !== null && typeof value === "object") {
     return Object.fromEntries(

@@ -20,6 +20,7 @@ import {
   ConnectError,
   createContextValues,
   createMethodImplSpec,
+  type ContextValues,
   type HandlerContext,
   type Interceptor,
   type MethodImplSpec,
@@ -75,6 +76,8 @@ export interface RestTranscoderOptions {
   readonly registry: Registry;
   readonly maxBodyBytes: number;
   readonly shutdownSignal?: AbortSignal;
+  /** Values for each call's context, as the Connect adapter's option of the same name. */
+  readonly contextValues?: (req: NodeRequest) => ContextValues;
 }
 
 const NEVER_ABORTED = new AbortController().signal;
@@ -156,7 +159,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
         writeJson(res, error.status, { code: error.code, message: error.message, details: [] }, error.headers);
       } else {
         const connectError = ConnectError.from(error);
-        writeJson(res, codeToHttpStatus(connectError.code), restError(connectError, options.registry));
+        writeJson(res, codeToHttpStatus(connectError.code), restError(connectError, options.registry), headersOf(connectError.metadata));
       }
     }
   }
@@ -183,12 +186,8 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     const context = handlerContext(route, req, url);
     const output = await invokeUnaryImplementation(route.spec, context, input as never, interceptors);
     const payload = Buffer.from(responseJson(route, output as Record<string, unknown>));
-    const headers: Record<string, string> = {};
-    context.responseHeader.forEach((value, key) => {
-      headers[key] = value;
-    });
     res.writeHead(route.successStatus, {
-      ...headers,
+      ...headersOf(context.responseHeader),
       "content-type": "application/json",
       "content-length": String(payload.length),
     });
@@ -212,12 +211,21 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
       timeoutMs: noTimeout,
       responseHeader: new Headers(),
       responseTrailer: new Headers(),
-      values: createContextValues(),
+      values: options.contextValues?.(req) ?? createContextValues(),
       abort: nothingToAbort,
     };
   }
 
   return { handle, routes };
+}
+
+/** Headers an error carries for the client (Retry-After on a rate limit, for instance). */
+function headersOf(metadata: Headers): Record<string, string> {
+  const headers: Record<string, string> = {};
+  metadata.forEach((value, key) => {
+    headers[key] = value;
+  });
+  return headers;
 }
 
 function requestMessage(route: RestRoute, json: JsonObject): unknown {

@@ -4,19 +4,10 @@ import { checkQuery, COLUMN_NAMES, isDateOrTime } from "../../src/domain/query-l
 import { tokenize } from "../../src/domain/query-language/lexer.js";
 import { MAX_LIMIT, MAX_NESTING, MAX_PREDICATES, MAX_QUERY_BYTES, parseQuery } from "../../src/domain/query-language/parser.js";
 import { QueryError } from "../../src/domain/query-language/query-error.js";
+import { withoutPositions } from "../../src/discovery/discovery-plan.js";
 
 /** The tree without source positions, so expected trees stay readable. */
-function shape(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(shape);
-  if (value !== null && typeof value === "object") {
-    return Object.fromEntries(
-      Object.entries(value)
-        .filter(([key]) => key !== "position")
-        .map(([key, inner]) => [key, shape(inner)]),
-    );
-  }
-  return value;
-}
+const shape = withoutPositions;
 
 /** Literals are nodes with a position; in expected trees they are written as bare values. */
 function parsed(text: string): unknown {

@@ -13,6 +13,8 @@ export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 const REGISTRY_VARIABLES = [
   "PORT", "HOST", "DATABASE_URL", "REGISTRY_DATA_DIR", "AUTH_URL", "TOKEN_AUDIENCE", "PUBLIC_URL",
   "REGISTRY_ROLE", "REGISTRY_ENTRY_TYPES", "AUTH_MAX_TTL_SECONDS", "DATABASE_POOL_MAX",
+  "RATE_LIMIT_RPS", "RATE_LIMIT_BURST", "TRUST_PROXY", "REDIS_URL", "REGISTRY_CURSOR_SECRET",
+  "REGISTRY_CURSOR_TTL_SECONDS", "DISCOVERY_TIMEOUT_MS",
 ];
 
 /** The test process's environment without the registry's variables, plus `overrides`. */

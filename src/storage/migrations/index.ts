@@ -3,6 +3,7 @@ import * as entries from "./0001-entries.js";
 import * as auth from "./0002-auth.js";
 import * as createEntryFunction from "./0003-create-entry-function.js";
 import * as discoveryIndexes from "./0004-discovery-indexes.js";
+import * as rateLimitBuckets from "./0005-rate-limit-buckets.js";
 import * as registrySecrets from "./0006-registry-secrets.js";
 
 interface Migration {
@@ -19,6 +20,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0002-auth", auth],
   ["0003-create-entry-function", createEntryFunction],
   ["0004-discovery-indexes", discoveryIndexes],
+  ["0005-rate-limit-buckets", rateLimitBuckets],
   ["0006-registry-secrets", registrySecrets],
 ];
 

@@ -1,0 +1,58 @@
+import type { Knex } from "knex";
+import { preparedQuery } from "../storage/prepared-query.js";
+import type { BucketStore } from "./bucket-store.js";
+import { decisionAt, tokenInterval } from "./gcra.js";
+
+/**
+ * One statement per decision, on the database's clock so replicas with skewed clocks agree. A new
+ * bucket is full, so its first take is allowed; for an existing one ON CONFLICT locks the row and
+ * computes from its current TAT, so concurrent takes of one bucket serialise and never both spend
+ * the last token. A refusal keeps the TAT and records the verdict in the row, so RETURNING tells
+ * both the verdict and the exact TAT the retry time follows from (SET sees the row's old values).
+ */
+const TAKE_SQL = `
+  with clock as (select (extract(epoch from clock_timestamp()) * 1000)::float8 as now)
+  insert into rate_limit_buckets as bucket (key, tat, last_take_allowed)
+  select $1::text, clock.now + $2::float8, true from clock
+  on conflict (key) do update set
+    last_take_allowed = greatest(bucket.tat, (select now from clock)) + $2::float8 - (select now from clock) <= $3::float8,
+    tat = case
+      when greatest(bucket.tat, (select now from clock)) + $2::float8 - (select now from clock) <= $3::float8
+      then greatest(bucket.tat, (select now from clock)) + $2::float8
+      else bucket.tat
+    end
+  returning bucket.tat, bucket.last_take_allowed as allowed, (select now from clock) as now`;
+
+/** Buckets whose TAT passed this long ago are full; their rows can go. */
+const FORGET_AFTER_MS = 60_000;
+
+export interface PostgresBucketStoreOptions {
+  /** How often expired buckets are deleted. */
+  readonly cleanupIntervalMs?: number;
+}
+
+export function createPostgresBucketStore(knex: Knex, options: PostgresBucketStoreOptions = {}): BucketStore {
+  const cleanup = setInterval(() => {
+    // Losing a cleanup round only leaves a few more rows until the next one.
+    knex
+      .raw("delete from rate_limit_buckets where tat < (extract(epoch from clock_timestamp()) * 1000)::float8 - ?", [FORGET_AFTER_MS])
+      .catch(() => {});
+  }, options.cleanupIntervalMs ?? 60_000);
+  cleanup.unref();
+
+  return {
+    async take(key, limits) {
+      const interval = tokenInterval(limits);
+      const [row] = await preparedQuery<{ now: number; tat: number; allowed: boolean }>(knex, "rate_limit_take", TAKE_SQL, [
+        key,
+        interval,
+        limits.burst * interval,
+      ]);
+      if (row === undefined) throw new Error("rate_limit_take returned no row");
+      return decisionAt(limits, row.now, row.tat, row.allowed);
+    },
+    async close() {
+      clearInterval(cleanup);
+    },
+  };
+}

@@ -1,0 +1,104 @@
+import { randomBytes } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { createMemoryBucketStore, type BucketStore } from "../../src/rate-limits/bucket-store.js";
+import { createPostgresBucketStore } from "../../src/rate-limits/postgres-bucket-store.js";
+import { createRedisBucketStore } from "../../src/rate-limits/redis-bucket-store.js";
+import { createRateLimiter } from "../../src/rate-limits/rate-limiter.js";
+import { createLogger } from "../../src/logger.js";
+
+/**
+ * Each store against the real thing (in-process memory, Postgres or PGlite, the machine's Redis):
+ * one bucket taken from concurrently hands out exactly its size, and a limiter whose store is
+ * down or slow goes on limiting locally.
+ */
+
+const LIMITS = { rate: 1, burst: 25 };
+let db: TestDatabase;
+const stores: Record<string, () => Promise<BucketStore>> = {
+  memory: async () => createMemoryBucketStore(),
+  database: async () => createPostgresBucketStore(db.database.knex),
+  redis: () => createRedisBucketStore({ url: "redis://127.0.0.1:6379", onError: () => {} }),
+};
+
+beforeAll(async () => {
+  db = await createTestDatabase();
+});
+afterAll(async () => {
+  await db?.drop();
+});
+
+const key = () => `test-${randomBytes(6).toString("hex")}`;
+
+describe.each(Object.keys(stores))("the %s store", (name) => {
+  it("hands out exactly the burst to 60 concurrent takes, and keeps keys apart", async () => {
+    const store = await stores[name]!();
+    try {
+      const one = key();
+      const decisions = await Promise.all(Array.from({ length: 60 }, () => store.take(one, LIMITS)));
+      // At 1 token/s, a refill during the burst is possible but at most one.
+      const allowed = decisions.filter((d) => d.allowed).length;
+      expect(allowed).toBeGreaterThanOrEqual(LIMITS.burst);
+      expect(allowed).toBeLessThanOrEqual(LIMITS.burst + 1);
+      const refused = decisions.find((d) => !d.allowed)!;
+      expect(refused.remaining).toBe(0);
+      expect(refused.retryAfterMs).toBeGreaterThan(0);
+      expect(refused.retryAfterMs).toBeLessThanOrEqual(1000);
+      expect((await store.take(key(), LIMITS)).allowed).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("the limiter around a store", () => {
+  const quiet = createLogger(() => {});
+
+  it("limits locally when the store is unreachable, and logs the outage once", async () => {
+    const lines: string[] = [];
+    const store = await createRedisBucketStore({ url: "redis://127.0.0.1:1", onError: () => {} });
+    const limiter = createRateLimiter({ limits: LIMITS, store, logger: createLogger((line) => lines.push(line)) });
+    try {
+      const one = key();
+      const decisions = await Promise.all(Array.from({ length: 30 }, () => limiter.take(one)));
+      expect(decisions.filter((d) => d.allowed).length).toBe(LIMITS.burst);
+      expect(lines.filter((line) => line.includes("rate-limit store unavailable"))).toHaveLength(1);
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  it("limits locally when the store answers too slowly", async () => {
+    const slow: BucketStore = {
+      take: (k, limits) => new Promise((resolve) => setTimeout(() => resolve(createMemoryBucketStore().take(k, limits)), 500)),
+      close: async () => {},
+    };
+    const limiter = createRateLimiter({ limits: { rate: 1, burst: 2 }, store: slow, logger: quiet, storeTimeoutMs: 20 });
+    const one = key();
+    const started = Date.now();
+    const decisions = [await limiter.take(one), await limiter.take(one), await limiter.take(one)];
+    expect(Date.now() - started).toBeLessThan(400);
+    expect(decisions.map((d) => d.allowed)).toEqual([true, true, false]);
+  });
+
+  it("asks the store nothing more about a refused key until its retry time", async () => {
+    const postgres = createPostgresBucketStore(db.database.knex);
+    let storeCalls = 0;
+    // The real store, counted on the way in: the deny cache must keep calls from reaching it.
+    const counted: BucketStore = { take: (k, limits) => (storeCalls++, postgres.take(k, limits)), close: () => postgres.close() };
+    const limiter = createRateLimiter({ limits: { rate: 0.2, burst: 3 }, store: counted, logger: quiet });
+    try {
+      const one = key();
+      const first = await Promise.all(Array.from({ length: 4 }, () => limiter.take(one)));
+      expect(first.filter((d) => d.allowed)).toHaveLength(3);
+      expect(storeCalls).toBe(4);
+      const later = await Promise.all(Array.from({ length: 50 }, () => limiter.take(one)));
+      expect(later.every((d) => !d.allowed && d.retryAfterMs > 0)).toBe(true);
+      expect(storeCalls).toBe(4);
+      const [row] = await db.database.knex("rate_limit_buckets").where({ key: one });
+      expect(row).toBeDefined();
+    } finally {
+      await limiter.close();
+    }
+  });
+});
