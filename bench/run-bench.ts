@@ -36,7 +36,8 @@ import type { GrpcLoadConfig, GrpcLoadResult } from "./grpc-load.js";
 import { createLoad, resolveLoad, type CreateLoadResult, type HttpLoadResult } from "./http-load.js";
 import { ServerSampler, type WindowUsage } from "./process-sampler.js";
 import { median, round, seededRandom, shuffle } from "./stats.js";
-import { renderMarkdown, renderTable, type Figures } from "./report.js";
+import { renderMarkdown, renderTable, type Figures, type MachineInfo } from "./report.js";
+import { renderDiscoveryMarkdown, renderDiscoveryTable, runDiscoveryBench } from "./discovery-bench.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -49,8 +50,12 @@ const { values: args } = parseArgs({
     "grpc-concurrency": { type: "string" },
     "create-connections": { type: "string" },
     "create-pool": { type: "string" },
+    only: { type: "string" },
+    "discovery-entries": { type: "string" },
   },
 });
+const only = args.only ?? "all";
+if (!["all", "resolve", "discovery"].includes(only)) throw new Error("--only is resolve or discovery");
 const quick = args.quick === true;
 const config = {
   runs: Number(args.runs ?? (quick || args.profile ? 1 : 3)),
@@ -65,6 +70,13 @@ const config = {
   resolvePaths: 2_000,
 };
 const TARGETS = { restRatio: 0.5, createsPerSecond: 1_000, rssMb: 250 } as const;
+const DISCOVERY = {
+  entries: Number(args["discovery-entries"] ?? (quick ? 100_000 : 1_000_000)),
+  samples: quick ? 30 : 200,
+  warmup: quick ? 5 : 20,
+  depth: quick ? 1_000 : 10_000,
+  p95TargetMs: 25,
+};
 
 // Children are started with paths relative to the repository root.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
@@ -113,9 +125,10 @@ async function startRegistry(databaseUrl: string, profileName?: string): Promise
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     // The registry reads only its own variables; leave none of the caller's to change what is measured.
-    if (!/^(REGISTRY_|DATABASE_|AUTH_|PUBLIC_URL|TOKEN_|CORS_|MAX_BODY|STATEMENT_TIMEOUT|PORT$|HOST$)/.test(key)) env[key] = value;
+    if (!/^(REGISTRY_|DATABASE_|AUTH_|PUBLIC_URL|TOKEN_|CORS_|MAX_BODY|STATEMENT_TIMEOUT|RATE_LIMIT_|TRUST_PROXY|REDIS_URL|DISCOVERY_|PORT$|HOST$)/.test(key)) env[key] = value;
   }
-  Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production" });
+  // The load comes from one address: per-client rate limits would measure the limiter, not the registry.
+  Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production", RATE_LIMIT_RPS: "0" });
   const nodeArgs =
     profileName === undefined
       ? []
@@ -459,7 +472,8 @@ async function profile(
 function codeState(): { commit: string; uncommitted: string[] } {
   const git = (...args: string[]) => {
     try {
-      return execFileSync("git", args, { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trim();
+      // trimEnd: porcelain lines start with a space (" M file") that must stay.
+      return execFileSync("git", args, { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trimEnd();
     } catch {
       return "";
     }
@@ -491,6 +505,12 @@ async function main(): Promise<void> {
   say(`  code: ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` with uncommitted changes to ${machine.code.uncommitted.join(", ")}`}; ENTRY_CACHE_SIZE ${machine.entryCacheSize}`);
   say(`  ${config.runs} run(s) of ${config.durationSeconds} s (+${config.warmupSeconds} s warmup) each; REST ${config.restConnections} connections, gRPC ${config.grpcConcurrency} in flight, creates ${config.createConnections} connections; child logs in ${LOG}`);
 
+  if (only !== "discovery") await resolveAndCreatePhases(machine, started);
+  if (only !== "resolve" && args.profile !== true) await discoveryPhase(machine);
+}
+
+/** Resolve throughput against the floor, gRPC resolves, creates and memory (docs/performance.md). */
+async function resolveAndCreatePhases(machine: MachineInfo, started: number): Promise<void> {
   database = await createBenchDatabase(adminUrl);
   say(`  database ${database.name}`);
   const registry = await startRegistry(database.url);
@@ -532,6 +552,18 @@ async function main(): Promise<void> {
   say("\nMarkdown for docs/performance.md:\n");
   say(renderMarkdown(figures, TARGETS, report.date, machine));
   say(`\nwrote ${join(RESULTS, "latest.json")} (${report.elapsedSeconds} s)`);
+}
+
+/** Discovery latency at a million entries (bench/discovery-bench.ts). */
+async function discoveryPhase(machine: Record<string, unknown>): Promise<void> {
+  say("");
+  const figures = await runDiscoveryBench({ adminUrl, ...DISCOVERY, logFile: LOG, say });
+  writeFileSync(join(RESULTS, "discovery-latest.json"), JSON.stringify({ date: new Date().toISOString(), machine, config: DISCOVERY, figures }, null, 2));
+  say("");
+  say(renderDiscoveryTable(figures, DISCOVERY));
+  say("\nMarkdown for docs/performance.md:\n");
+  say(renderDiscoveryMarkdown(figures, DISCOVERY));
+  say(`\nwrote ${join(RESULTS, "discovery-latest.json")}`);
 }
 
 try {
