@@ -210,6 +210,7 @@ async function createServices(config: RegistryConfig, database: Database, entryR
       secret: config.cursorSecret ?? (await loadOrCreateSecret(database.knex, "page-cursor")),
       ttlMs: config.cursorTtlSeconds * 1000,
     }),
+    totalLimit: config.discoveryTotalLimit,
   });
   const impl = createRegistryServiceImpl({ entries, discovery, authenticate: (header) => verifier.authenticate(header) });
   services.push(servedService(RegistryService, impl));

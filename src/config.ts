@@ -44,6 +44,8 @@ export interface RegistryConfig {
   readonly cursorTtlSeconds: number;
   /** Longest a discovery query may run before it is cancelled. */
   readonly discoveryTimeoutMs: number;
+  /** Most matches structured discover counts exactly for `total`; 0 counts every match. */
+  readonly discoveryTotalLimit: number;
   /** Read requests per second allowed per client IP (token refill rate); 0 turns rate limiting off. */
   readonly rateLimitRps: number;
   /** Read requests a client IP may make at once before the rate applies (token bucket size). */
@@ -83,6 +85,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     cursorSecret: cursorSecret(env.REGISTRY_CURSOR_SECRET),
     cursorTtlSeconds: integer(env, "REGISTRY_CURSOR_TTL_SECONDS", 86_400, 1, 30 * 86_400),
     discoveryTimeoutMs: integer(env, "DISCOVERY_TIMEOUT_MS", 3_000, 1, 600_000),
+    discoveryTotalLimit: integer(env, "DISCOVERY_TOTAL_LIMIT", 1_000, 0, 100_000_000),
     rateLimitRps: integer(env, "RATE_LIMIT_RPS", 100, 0, 1_000_000),
     rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 200, 1, 1_000_000),
     trustProxy: env.TRUST_PROXY === undefined || env.TRUST_PROXY.trim() === "" ? [] : list(env.TRUST_PROXY, "TRUST_PROXY"),

@@ -15,13 +15,17 @@ export interface PageRequest {
   readonly after?: readonly string[];
   /** Most rows returned. */
   readonly size: number;
-  /** Whether to count every match too, in the same snapshot as the page. */
-  readonly count: boolean;
+  /**
+   * Whether to count the matches too, in the same snapshot as the page: undefined not to, a number
+   * to count up to that many and stop (the answer is then at most limit + 1, meaning "more"),
+   * Infinity to count every match.
+   */
+  readonly countLimit?: number;
 }
 
 export interface DiscoveredPage<T> {
   readonly rows: readonly DiscoveredRow<T>[];
-  /** Every match, when counting was asked for. */
+  /** The matches counted, when counting was asked for: at most countLimit + 1. */
   readonly total?: number;
 }
 

@@ -19,7 +19,10 @@ export interface DiscoverRequest extends StructuredRequest {
 
 export interface DiscoverResult {
   readonly entries: readonly StoredEntry[];
+  /** Matches counted exactly, up to the count limit. */
   readonly total: number;
+  /** More entries match than total says: it is the count limit, a lower bound. */
+  readonly totalIsLowerBound: boolean;
   readonly nextCursor?: string;
 }
 
@@ -40,6 +43,11 @@ export interface QueryResult {
 export interface DiscoveryServiceOptions {
   readonly repository: DiscoveryRepository;
   readonly cursors: CursorCodec;
+  /**
+   * The most matches a listing counts exactly; 0 counts every match. Counting costs time in
+   * proportion to what it counts, so a bound keeps every public request's cost bounded.
+   */
+  readonly totalLimit: number;
 }
 
 export type DiscoveryService = ReturnType<typeof createDiscoveryService>;
@@ -51,6 +59,7 @@ export type DiscoveryService = ReturnType<typeof createDiscoveryService>;
  */
 export function createDiscoveryService(options: DiscoveryServiceOptions) {
   const { repository, cursors } = options;
+  const countLimit = options.totalLimit === 0 ? Infinity : options.totalLimit;
 
   async function discover(request: DiscoverRequest): Promise<DiscoverResult> {
     // Every fault at once: the page size and each condition are independent.
@@ -60,15 +69,17 @@ export function createDiscoveryService(options: DiscoveryServiceOptions) {
     );
     const plan = planDiscovery("discover", query, "entry");
     const resumed = resume(request.cursor, plan);
-    const page = await repository.findEntries(plan, pageRequest(resumed, size));
+    const page = await repository.findEntries(plan, { ...pageRequest(resumed, size), ...(resumed === undefined ? { countLimit } : {}) });
     // The first page counts; later pages repeat that count, which is exactly what walking the
     // listing yields (entries published meanwhile sort before the cursor and are not visited).
-    const total = resumed?.total ?? page.total ?? 0;
+    // The cursor keeps the count as made, so limit + 1 still says "more" on later pages.
+    const counted = resumed?.total ?? page.total ?? 0;
     const next = nextPosition(page, size);
     return {
       entries: page.rows.slice(0, size).map((row) => row.values),
-      total,
-      ...(next === undefined ? {} : { nextCursor: cursors.encode({ binding: plan.binding, position: next, total }) }),
+      total: Math.min(counted, countLimit),
+      totalIsLowerBound: counted > countLimit,
+      ...(next === undefined ? {} : { nextCursor: cursors.encode({ binding: plan.binding, position: next, total: counted }) }),
     };
   }
 
@@ -79,7 +90,7 @@ export function createDiscoveryService(options: DiscoveryServiceOptions) {
     const remaining = resumed?.remaining ?? plan.limit;
     const size = Math.min(pageSize(request.limit, Math.min(plan.limit ?? DEFAULT_PAGE_SIZE, DEFAULT_PAGE_SIZE)), remaining ?? MAX_PAGE_SIZE);
     if (size === 0) return { rows: [] };
-    const page = await repository.findProjected(plan, { ...pageRequest(resumed, size), count: false });
+    const page = await repository.findProjected(plan, pageRequest(resumed, size));
     const rows = page.rows.slice(0, size).map((row) => queryRow(checked.selected, row.values));
     const left = remaining === undefined ? undefined : remaining - rows.length;
     const next = left === 0 ? undefined : nextPosition(page, size);
@@ -120,11 +131,7 @@ function allOrViolations<A, B>(first: () => A, second: () => B): [A, B] {
 
 /** One row more than the page shows tells whether another page exists, without counting. */
 function pageRequest(resumed: DecodedCursor | undefined, size: number): PageRequest {
-  return {
-    size: size + 1,
-    count: resumed === undefined,
-    ...(resumed === undefined ? {} : { after: resumed.position as string[] }),
-  };
+  return { size: size + 1, ...(resumed === undefined ? {} : { after: resumed.position as string[] }) };
 }
 
 function nextPosition<T>(page: DiscoveredPage<T>, size: number): readonly string[] | undefined {

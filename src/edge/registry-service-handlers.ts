@@ -52,7 +52,12 @@ export function createRegistryServiceImpl(
         limit: request.limit,
         cursor: request.cursor,
       });
-      return { entries: result.entries.map(entryMessage), total: result.total, nextCursor: result.nextCursor };
+      return {
+        entries: result.entries.map(entryMessage),
+        total: result.total,
+        totalIsLowerBound: result.totalIsLowerBound,
+        nextCursor: result.nextCursor,
+      };
     },
     async queryEntries(request) {
       const result = await discovery.query({ query: request.query, limit: request.limit, cursor: request.cursor });

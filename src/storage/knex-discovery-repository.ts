@@ -49,7 +49,7 @@ export function createKnexDiscoveryRepository(knex: Knex, options: KnexDiscovery
   ): Promise<DiscoveredPage<T>> {
     return inSnapshot(async (tx) => {
       const rows: Record<string, unknown>[] = await buildPageQuery(tx, plan, page, selectList);
-      const total = page.count ? await buildCountQuery(tx, plan) : undefined;
+      const total = page.countLimit === undefined ? undefined : await buildCountQuery(tx, plan, page.countLimit);
       const keyCount = orderKeys(plan.order).length;
       return {
         rows: rows.map((row) => ({ values: read(row), position: Array.from({ length: keyCount }, (_, index) => String(row[keyAlias(index)])) })),
@@ -104,12 +104,16 @@ export function buildPageQuery(db: Knex | Knex.Transaction, plan: DiscoveryPlan,
   return query.orderByRaw(orderBy.sql, bound(orderBy)).limit(page.size);
 }
 
-/** The count of every match of the plan's filter. */
-export function buildCountQuery(db: Knex | Knex.Transaction, plan: DiscoveryPlan): Knex.QueryBuilder<Record<string, unknown>, { count: string }[]> {
-  const query = db("entries").count<{ count: string }[]>({ count: "*" });
+/**
+ * The count of the plan's matches, up to `limit` + 1 (the scan stops there), or of every match
+ * when the limit is Infinity.
+ */
+export function buildCountQuery(db: Knex | Knex.Transaction, plan: DiscoveryPlan, limit: number): Knex.QueryBuilder {
+  const matches = db("entries").select(db.raw("1"));
   if (plan.where !== undefined) {
     const where = filterSql(plan.where);
-    query.whereRaw(where.sql, bound(where));
+    matches.whereRaw(where.sql, bound(where));
   }
-  return query;
+  if (Number.isFinite(limit)) matches.limit(limit + 1);
+  return db.count({ count: "*" }).from(matches.as("matches"));
 }

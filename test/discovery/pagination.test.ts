@@ -128,6 +128,40 @@ describe("walking every page while other clients keep publishing", () => {
   });
 });
 
+describe("total is exact up to the count limit", () => {
+  const web = { conditions: [{ field: "tags", op: "CONTAINS", value: "web" }], limit: 3 };
+
+  it("past the limit total is the limit and a lower bound, on every page", async () => {
+    const limited = await startTestRegistry(db.database, { rateLimitRps: 0, discoveryTotalLimit: 5 });
+    try {
+      const client = registryClient("rest", limited.url);
+      const everything = (await rest.discover({ ...web, limit: 1 })).body.total;
+      expect(everything).toBeGreaterThan(5);
+      const first = await client.discover(web);
+      expect(first.body).toMatchObject({ total: 5, totalIsLowerBound: true });
+      const second = await client.discover({ ...web, cursor: first.body.nextCursor });
+      expect(second.body).toMatchObject({ total: 5, totalIsLowerBound: true });
+      const few = await client.discover({ conditions: [{ field: "sequence", op: "<=", value: 3 }] });
+      expect(few.body).toMatchObject({ total: 3, totalIsLowerBound: false });
+      const exactlyFive = await client.discover({ conditions: [{ field: "sequence", op: "<=", value: 5 }] });
+      expect(exactlyFive.body).toMatchObject({ total: 5, totalIsLowerBound: false });
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it("with DISCOVERY_TOTAL_LIMIT=0 every match is counted", async () => {
+    const unlimited = await startTestRegistry(db.database, { rateLimitRps: 0, discoveryTotalLimit: 0 });
+    try {
+      const all = await allMatching("SELECT entry_did FROM entries WHERE tags CONTAINS 'web'");
+      const result = await registryClient("rest", unlimited.url).discover(web);
+      expect(result.body).toMatchObject({ total: all.length, totalIsLowerBound: false });
+    } finally {
+      await unlimited.close();
+    }
+  });
+});
+
 describe("cursors the registry refuses", () => {
   const query = "SELECT entry_did FROM entries WHERE tags CONTAINS 'web'";
 
