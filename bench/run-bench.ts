@@ -5,6 +5,9 @@
  *   npm run bench                      the full run (about 3-4 minutes)
  *   npm run bench -- --quick           1 run of each, 3 s each: a smoke test, not figures to quote
  *   BENCH_SERVER_NODE_ARGS=--trace-gc npm run bench   extra node flags for the server process
+ *   npm run bench -- --only resolve|discovery   one part only
+ *   npm run bench -- --with-rate-limit the resolve part with the read limiter on (a bucket no load
+ *                                      empties), to measure what the limiter costs
  *   npm run bench -- --profile         one run per phase with `node --cpu-prof` on the server,
  *                                      and a summary of where its CPU time went
  *
@@ -51,6 +54,7 @@ const { values: args } = parseArgs({
     "create-connections": { type: "string" },
     "create-pool": { type: "string" },
     only: { type: "string" },
+    "with-rate-limit": { type: "boolean" },
     "discovery-entries": { type: "string" },
   },
 });
@@ -127,8 +131,11 @@ async function startRegistry(databaseUrl: string, profileName?: string): Promise
     // The registry reads only its own variables; leave none of the caller's to change what is measured.
     if (!/^(REGISTRY_|DATABASE_|AUTH_|PUBLIC_URL|TOKEN_|CORS_|MAX_BODY|STATEMENT_TIMEOUT|RATE_LIMIT_|TRUST_PROXY|REDIS_URL|DISCOVERY_|PORT$|HOST$)/.test(key)) env[key] = value;
   }
-  // The load comes from one address: per-client rate limits would measure the limiter, not the registry.
-  Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production", RATE_LIMIT_RPS: "0" });
+  // The load comes from one address, so per-client limits are off: they would measure refusals.
+  // --with-rate-limit keeps the limiter on with a bucket no load empties, to measure what
+  // deciding costs (the Postgres store: one statement per read).
+  const rateLimit = args["with-rate-limit"] === true ? "1000000" : "0";
+  Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production", RATE_LIMIT_RPS: rateLimit, RATE_LIMIT_BURST: "1000000" });
   const nodeArgs =
     profileName === undefined
       ? []

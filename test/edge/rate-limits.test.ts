@@ -3,7 +3,7 @@ import { create, fromBinary } from "@bufbuild/protobuf";
 import * as grpc from "@grpc/grpc-js";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { createTestDatabase, usesPostgres, type TestDatabase } from "../support/test-database.js";
+import { createTestDatabase, testRedisUrl, usesPostgres, type TestDatabase } from "../support/test-database.js";
 import { createPublisher, startTestRegistry, type TestRegistry } from "../support/registry-fixture.js";
 import { childEnv, freePort, startServerProcess, type ServerProcess } from "../support/child-processes.js";
 import { grpcJsClientConstructor } from "../support/grpc-js-client.js";
@@ -176,8 +176,8 @@ describe("the client address", () => {
 });
 
 describe("shared by replicas", () => {
-  it("two registries using one Redis share each client's bucket", async () => {
-    const redisUrl = "redis://127.0.0.1:6379";
+  it.runIf(testRedisUrl() !== undefined)("two registries using one Redis share each client's bucket", async () => {
+    const redisUrl = testRedisUrl()!;
     // A distinct address per run keeps earlier runs' buckets in the shared Redis out of the way.
     const client = `198.51.100.${Math.floor(Math.random() * 250) + 1}, 2001:db8::${Date.now().toString(16).slice(-4)}`;
     await withRegistry({ redisUrl, trustProxy: ["loopback"] }, (first) =>

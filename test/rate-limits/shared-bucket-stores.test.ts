@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { createTestDatabase, testRedisUrl, type TestDatabase } from "../support/test-database.js";
 import { createMemoryBucketStore, type BucketStore } from "../../src/rate-limits/bucket-store.js";
 import { createPostgresBucketStore } from "../../src/rate-limits/postgres-bucket-store.js";
 import { createRedisBucketStore } from "../../src/rate-limits/redis-bucket-store.js";
@@ -8,7 +8,8 @@ import { createRateLimiter } from "../../src/rate-limits/rate-limiter.js";
 import { createLogger } from "../../src/logger.js";
 
 /**
- * Each store against the real thing (in-process memory, Postgres or PGlite, the machine's Redis):
+ * Each store against the real thing (in-process memory, Postgres or PGlite, and Redis when
+ * REDIS_URL names one):
  * one bucket taken from concurrently hands out exactly its size, and a limiter whose store is
  * down or slow goes on limiting locally.
  */
@@ -18,8 +19,9 @@ let db: TestDatabase;
 const stores: Record<string, () => Promise<BucketStore>> = {
   memory: async () => createMemoryBucketStore(),
   database: async () => createPostgresBucketStore(db.database.knex),
-  redis: () => createRedisBucketStore({ url: "redis://127.0.0.1:6379", onError: () => {} }),
 };
+const redisUrl = testRedisUrl();
+if (redisUrl !== undefined) stores.redis = () => createRedisBucketStore({ url: redisUrl, onError: () => {} });
 
 beforeAll(async () => {
   db = await createTestDatabase();

@@ -48,3 +48,6 @@ export async function withAdmin<T>(url: string, work: (client: pg.Client) => Pro
 }
 
 export const usesPostgres = (): boolean => (process.env.DATABASE_URL ?? "") !== "";
+
+/** A Redis server for the tests that need one (REDIS_URL, as CI sets it); those skip without it. */
+export const testRedisUrl = (): string | undefined => process.env.REDIS_URL || undefined;
