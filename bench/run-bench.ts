@@ -7,7 +7,8 @@
  *   BENCH_SERVER_NODE_ARGS=--trace-gc npm run bench   extra node flags for the server process
  *   npm run bench -- --only resolve|discovery   one part only
  *   npm run bench -- --with-rate-limit the resolve part with the read limiter on (a bucket no load
- *                                      empties), to measure what the limiter costs
+ *                                      empties), to measure what the limiter costs; add
+ *                                      --rate-limit-redis redis://127.0.0.1:6379 for the Redis store
  *   npm run bench -- --profile         one run per phase with `node --cpu-prof` on the server,
  *                                      and a summary of where its CPU time went
  *
@@ -55,6 +56,7 @@ const { values: args } = parseArgs({
     "create-pool": { type: "string" },
     only: { type: "string" },
     "with-rate-limit": { type: "boolean" },
+    "rate-limit-redis": { type: "string" },
     "discovery-entries": { type: "string" },
   },
 });
@@ -136,6 +138,8 @@ async function startRegistry(databaseUrl: string, profileName?: string): Promise
   // deciding costs (the Postgres store: one statement per read).
   const rateLimit = args["with-rate-limit"] === true ? "1000000" : "0";
   Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production", RATE_LIMIT_RPS: rateLimit, RATE_LIMIT_BURST: "1000000" });
+  // --rate-limit-redis URL: the limiter's buckets in that Redis instead of Postgres.
+  if (args["rate-limit-redis"] !== undefined) env.REDIS_URL = args["rate-limit-redis"];
   const nodeArgs =
     profileName === undefined
       ? []
