@@ -229,6 +229,8 @@ const QL_ERRORS: readonly ErrorCase[] = [
   { query: "SELECT * FROM entries WHERE is_latest = 'yes'", line: 1, column: 41, message: "TRUE or FALSE" },
   { query: "SELECT * FROM entries WHERE bond_amount > '100'", line: 1, column: 43, message: "an amount string such as '100 USDC'" },
   { query: "SELECT * FROM entries ORDER BY tags", line: 1, column: 32, message: "a column that can be ordered" },
+  { query: `SELECT * FROM entries WHERE data.pages = ${"9".repeat(400)}`, line: 1, column: 42, message: "a finite number" },
+  { query: "SELECT * FROM entries WHERE name = 'a\u0000b'", line: 1, column: 36, message: "text without NUL characters" },
   { query: "SELECT * FROM entries WHERE name LIKE 'a\\'", line: 1, column: 29, message: "lone escape character" },
   { query: `SELECT * FROM entries WHERE ${Array.from({ length: 65 }, (_, i) => `name = 'n${i}'`).join(" OR ")}`, message: "too many predicates: at most 64" },
   { query: `SELECT * FROM entries WHERE ${"(".repeat(17)}name = 'x'${")".repeat(17)}`, message: "nesting too deep" },

@@ -167,6 +167,7 @@ function checkContainsLiteral(column: Column, kind: ColumnKind, literal: Literal
 /** What a CONTAINS value should have been, or undefined when it fits. */
 export function containsLiteralProblem(kind: ColumnKind, value: Literal["value"]): string | undefined {
   if (typeof value === "string" && value.includes("\0")) return "text without NUL characters";
+  if (typeof value === "number" && !Number.isFinite(value)) return "a finite number";
   // Substring and tag membership are about text; JSON data may hold arrays of anything.
   if (kind === "json") return undefined;
   return typeof value === "string" ? undefined : "a string";
@@ -192,6 +193,8 @@ function checkLiteral(column: Column, kind: ColumnKind, literal: Literal): void 
 export function literalProblem(kind: ColumnKind, value: Literal["value"]): string | undefined {
   // Postgres text cannot hold NUL; refusing it here keeps it from becoming a database error.
   if (typeof value === "string" && value.includes("\0")) return "text without NUL characters";
+  // A number too long for a double reads as Infinity, which JSON would turn into null.
+  if (typeof value === "number" && !Number.isFinite(value)) return "a finite number";
   switch (kind) {
     case "json":
       return undefined;
