@@ -63,8 +63,11 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   setMaxListeners(0, shutdown.signal);
   const entryStore = await openEntryRepository(config, database, logger);
   const services = await createServices(config, database, entryStore.repository);
-  const contextValues = contextValuesFor(createClientAddressResolver(config.trustProxy));
+  // Built (and TRUST_PROXY checked) at start whatever the limits; used only when limiting, the
+  // one reader of the client address, so without it no request pays for resolving one.
+  const resolveClientAddress = createClientAddressResolver(config.trustProxy);
   const limiter = await openRateLimiter(config, database, logger);
+  const contextValues = limiter === undefined ? undefined : contextValuesFor(resolveClientAddress);
   // The limiter runs first (outermost): a refused call costs nothing more, and its headers reach
   // every answer, errors (already mapped to Connect errors) included.
   const interceptors = [
