@@ -1,9 +1,12 @@
 import { createPublicKey, verify, type KeyObject } from "node:crypto";
+import { ed25519PublicKeyFault, hasCanonicalScalar } from "./ed25519-strictness.js";
 
 const SIGNATURE = /^ed25519:([A-Za-z0-9_-]{86})$/;
 
 /**
- * Decodes `ed25519:<base64url>` (no padding) into the 64 signature bytes, or returns why not.
+ * Decodes `ed25519:<base64url>` (no padding) into the 64 signature bytes, or returns why not. A
+ * signature whose S is not below the group order is refused here, before any verification, so the
+ * refusal says why instead of "does not verify".
  */
 export function parseSignature(text: string): Uint8Array | { error: string } {
   if (text.length === 0) return { error: "is required" };
@@ -15,6 +18,9 @@ export function parseSignature(text: string): Uint8Array | { error: string } {
   // 86 base64url characters carry 64 bytes plus 4 spare bits, which must be zero in the encoding.
   if (bytes.length !== 64 || bytes.toString("base64url") !== match[1]) {
     return { error: "is not a canonical base64url encoding of 64 bytes" };
+  }
+  if (!hasCanonicalScalar(bytes)) {
+    return { error: "is not canonical: its S (the last 32 bytes) must be less than the group order L" };
   }
   return bytes;
 }
@@ -30,15 +36,21 @@ export function formatSignature(bytes: Uint8Array): string {
  * publish, and off the event loop it runs on another core while the loop serves other requests.
  * Imported keys are cached because building a KeyObject costs about as much as a verification,
  * and publishers sign many entries with one key.
+ *
+ * It applies the registry's whole rule (docs/signatures.md), not only OpenSSL's: OpenSSL accepts
+ * small-order and non-canonically encoded keys, so those, and an S of L or more, verify as false
+ * here whatever OpenSSL would say. Callers that parsed the key with `ed25519KeyFromDid` and the
+ * signature with `parseSignature` have refused them already, with reasons.
  */
 export function createSignatureVerifier(cacheSize = 10_000): {
   verify(publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): Promise<boolean>;
 } {
   const keys = new Map<string, KeyObject>();
-  function keyFor(publicKey: Uint8Array): KeyObject {
+  function keyFor(publicKey: Uint8Array): KeyObject | undefined {
     const x = Buffer.from(publicKey).toString("base64url");
     let key = keys.get(x);
     if (key === undefined) {
+      if (ed25519PublicKeyFault(publicKey) !== undefined) return undefined;
       key = createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x }, format: "jwk" });
       if (keys.size >= cacheSize) keys.delete(keys.keys().next().value as string);
       keys.set(x, key);
@@ -47,7 +59,9 @@ export function createSignatureVerifier(cacheSize = 10_000): {
   }
   return {
     verify(publicKey, message, signature) {
+      if (signature.length !== 64 || !hasCanonicalScalar(signature)) return Promise.resolve(false);
       const key = keyFor(publicKey);
+      if (key === undefined) return Promise.resolve(false);
       return new Promise((resolve, reject) => {
         verify(null, message, key, signature, (error, valid) => (error === null ? resolve(valid) : reject(error)));
       });

@@ -2,6 +2,12 @@ import * as ed from "@noble/ed25519";
 import { base64urlnopad } from "@scure/base";
 import { didFromEd25519Key, ed25519KeyFromDid } from "../domain/did-key.js";
 import {
+  acceptedPublicKeyPoint,
+  ED25519_GROUP_ORDER,
+  hasCanonicalScalar,
+  littleEndianInteger,
+} from "../domain/ed25519-strictness.js";
+import {
   entrySigningPayload,
   revocationSigningPayload,
   type EntrySigningFields,
@@ -24,11 +30,6 @@ export interface KeyPair {
 const SEED_LENGTH = 32;
 const SIGNATURE_LENGTH = 64;
 const SIGNATURE_PREFIX = "ed25519:";
-
-// RFC 8032 verification, not ZIP-215: the registry verifies with node:crypto (OpenSSL), which
-// refuses non-canonical encodings that ZIP-215 would let through. A signature the SDK accepts must
-// also be one the server accepts.
-const STRICT = { zip215: false } as const;
 
 /** A fresh key pair from the platform's cryptographic random source. */
 export async function generateKeyPair(): Promise<KeyPair> {
@@ -87,6 +88,31 @@ export async function verifyRevocationSignature(
   return verifyPayload(revocationSigningPayload(entryDid, reason), signature, signerDid);
 }
 
+/**
+ * Whether 64 signature bytes are a valid signature of `message` by the 32-byte `publicKey`, under
+ * the registry's rule (docs/signatures.md): S < L, a canonical key that is not of small order, and
+ * the cofactorless equation [S]B = R + [k]A checked by encoding, so R must be canonical too. That is
+ * exactly the server's answer (node:crypto after the same key and S checks). noble's own `verify`
+ * cannot give it: with `zip215: false` it multiplies by the cofactor, accepting signatures whose R
+ * carries a small-order component that OpenSSL refuses. Never throws on malformed input.
+ */
+export async function verifyEd25519(
+  signature: Uint8Array,
+  message: Uint8Array,
+  publicKey: Uint8Array,
+): Promise<boolean> {
+  if (signature.length !== SIGNATURE_LENGTH || !hasCanonicalScalar(signature)) return false;
+  const a = acceptedPublicKeyPoint(publicKey);
+  if (a === undefined) return false;
+  const r = signature.subarray(0, 32);
+  const s = littleEndianInteger(signature.subarray(32, 64));
+  const digest = await ed.hashes.sha512Async(ed.etc.concatBytes(r, publicKey, message));
+  const k = littleEndianInteger(digest) % ED25519_GROUP_ORDER;
+  // Verification handles public values only, so the faster variable-time multiplications are fine.
+  const expectedR = ed.Point.BASE.multiplyUnsafe(s).subtract(a.multiplyUnsafe(k));
+  return equalBytes(expectedR.toBytes(), r);
+}
+
 /** Formats 64 signature bytes as `ed25519:<base64url without padding>`. */
 export function encodeSignature(bytes: Uint8Array): string {
   if (bytes.length !== SIGNATURE_LENGTH) {
@@ -95,12 +121,18 @@ export function encodeSignature(bytes: Uint8Array): string {
   return SIGNATURE_PREFIX + base64urlnopad.encode(bytes);
 }
 
-/** Decodes `ed25519:<base64url>` into its 64 bytes, or says why it is not one. */
+/**
+ * Decodes `ed25519:<base64url>` into its 64 bytes, or says why it is not one. Like the registry,
+ * it refuses an S that is not below the group order L.
+ */
 export function decodeSignature(text: string): Uint8Array | { error: string } {
   if (!text.startsWith(SIGNATURE_PREFIX)) return { error: "must start with ed25519:" };
   const bytes = decodeBase64url(text.slice(SIGNATURE_PREFIX.length));
   if (bytes === undefined || bytes.length !== SIGNATURE_LENGTH) {
     return { error: "must be ed25519: followed by the unpadded base64url of 64 bytes" };
+  }
+  if (!hasCanonicalScalar(bytes)) {
+    return { error: "is not canonical: its S (the last 32 bytes) must be less than the group order L" };
   }
   return bytes;
 }
@@ -136,12 +168,11 @@ async function verifyPayload(
   const signatureBytes = decodeSignature(signature);
   const publicKey = ed25519KeyFromDid(signerDid);
   if ("error" in signatureBytes || "error" in publicKey) return false;
-  try {
-    return await ed.verifyAsync(signatureBytes, payload, publicKey, STRICT);
-  } catch {
-    // noble throws on a public key that is not a curve point; to a caller that is just "invalid".
-    return false;
-  }
+  return verifyEd25519(signatureBytes, payload, publicKey);
+}
+
+function equalBytes(left: Uint8Array, right: Uint8Array): boolean {
+  return left.length === right.length && left.every((byte, index) => byte === right[index]);
 }
 
 function checkedSeed(seed: Uint8Array): Uint8Array {

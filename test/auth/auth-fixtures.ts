@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { generateKeyPairSync, randomBytes } from "node:crypto";
 import { exportJWK, generateKeyPair, SignJWT, type CryptoKey, type JWK, type JWTPayload } from "jose";
 import type { AuthRepository, RootTokenRecord } from "../../src/auth/auth-repository.js";
 import { generateRootToken, generateRootTokenId, hashRootToken } from "../../src/auth/root-tokens.js";
@@ -18,9 +18,11 @@ export function issuerConfig(overrides: Partial<TokenIssuerConfig> = {}): TokenI
   };
 }
 
-/** A syntactically valid did:key; tokens only carry it, nothing here signs with it. */
+/** The did:key of a fresh key pair; tokens only carry it, nothing here signs with it. */
 export function randomDid(): string {
-  return didFromEd25519Key(randomBytes(32));
+  // A real public key, not random bytes: did:key parsing refuses bytes that are not a curve point.
+  const { x } = generateKeyPairSync("ed25519").publicKey.export({ format: "jwk" });
+  return didFromEd25519Key(Buffer.from(x!, "base64url"));
 }
 
 export interface MintedRootToken {
