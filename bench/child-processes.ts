@@ -99,3 +99,24 @@ export async function waitForHttp(url: string, child: Child, timeoutMs = 60_000)
   }
   throw new Error(`${child.name} not ready at ${url} after ${timeoutMs} ms: ${lastError}`);
 }
+
+/** Polls until `port` accepts a TCP connection (for servers that speak no HTTP/1.1), failing early if `child` exits. */
+export async function waitForPort(port: number, child: Child, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited = false;
+  void child.exited.then(() => (exited = true));
+  while (Date.now() < deadline) {
+    if (exited) throw new Error(`${child.name} exited before it was ready (see its log)`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = net.connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (open) return;
+    await sleep(100);
+  }
+  throw new Error(`${child.name} not listening on port ${port} after ${timeoutMs} ms`);
+}

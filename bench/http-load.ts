@@ -1,4 +1,7 @@
-/** HTTP/1.1 load with autocannon: REST resolves over a list of paths, and signed creates. */
+/**
+ * Creates over REST with autocannon (HTTP/1.1 keep-alive): h2load sends one body for every request,
+ * and each create needs a distinct signed entry. grpc-create-load.ts is the gRPC counterpart.
+ */
 import autocannon, { type AutocannonResult } from "autocannon";
 
 export interface HttpLoadOptions {
@@ -48,32 +51,14 @@ function runShape(options: HttpLoadOptions) {
   };
 }
 
-/** GETs each path in turn (one shared cursor across connections, so they spread over the list). */
-export async function resolveLoad(options: HttpLoadOptions, paths: readonly string[]): Promise<HttpLoadResult> {
-  let next = 0;
-  const result = await autocannon({
-    ...runShape(options),
-    requests: [
-      {
-        method: "GET",
-        setupRequest: (request) => {
-          request.path = paths[next++ % paths.length]!;
-          return request;
-        },
-      },
-    ],
-  });
-  return summarise(result);
-}
-
 export interface CreateLoadResult extends HttpLoadResult {
   /** Pre-signed bodies used; when the pool ran out, more were signed during the run. */
   readonly bodiesUsed: number;
   readonly signedDuringRun: number;
   /** The first few non-201 answers, for the report. */
   readonly failureSamples: readonly string[];
-  /** Non-201 answers in the warmup as well as the measured window. */
-  readonly non201Total: number;
+  /** Answers other than created (REST: 201; gRPC: grpc-status 0), warmup included. */
+  readonly notCreatedTotal: number;
 }
 
 /**
@@ -119,6 +104,6 @@ export async function createLoad(
     bodiesUsed: Math.min(next, pool.length),
     signedDuringRun,
     failureSamples,
-    non201Total: non201,
+    notCreatedTotal: non201,
   };
 }

@@ -36,6 +36,23 @@ export function cpuTimes(pid: number): { user: number; system: number } | undefi
 }
 
 /**
+ * CPU seconds used so far by this process and by its children that have exited and been reaped
+ * (Linux's cutime/cstime): a load generator run as a child, such as h2load, is counted once it ends.
+ */
+export function generatorCpuSeconds(): number {
+  const own = process.cpuUsage();
+  let children = 0;
+  try {
+    const stat = readFileSync("/proc/self/stat", "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    children = (Number(fields[13]) + Number(fields[14])) / TICKS_PER_SECOND;
+  } catch {
+    // Not Linux: the children's share is unknown.
+  }
+  return (own.user + own.system) / 1e6 + children;
+}
+
+/**
  * CPU seconds used so far by each Postgres process that works for the benchmark: the backends
  * connected to `database` and the server's own background processes (WAL writer, checkpointer,
  * ...). Backends of other databases (other users of a shared server) are left out. Postgres sets
@@ -99,7 +116,7 @@ export interface WindowUsage {
   readonly serverKernelPercent: number;
   /** Same for all Postgres processes together. */
   readonly postgresCpuPercent: number;
-  /** CPU use of this (load generator) process, percent of one core. */
+  /** CPU use of the load generator (this process and its children that ended), percent of one core. */
   readonly generatorCpuPercent: number;
   readonly rssPeakMb: number;
   readonly rssMedianMb: number;
@@ -138,24 +155,31 @@ export class ServerSampler {
 
   /**
    * Runs `work` as a load window and reports the CPU that `cpuPid` (default: the server), Postgres
-   * and this process used, and the server's RSS during it. Only windows that load the registry
-   * (`registryLoad`) count towards the RSS-under-load figures.
+   * and the load generator used, and the server's RSS during it. The generator is this process
+   * plus its children that exited during the window (an h2load run). With `measureAfterMs`, CPU
+   * is counted from that moment on (the end of a warmup that is part of `work`). Only windows that
+   * load the registry (`registryLoad`) count towards the RSS-under-load figures.
    */
   async window<T>(
     work: () => Promise<T>,
-    options: { cpuPid?: number; registryLoad?: boolean } = {},
+    options: { cpuPid?: number; registryLoad?: boolean; measureAfterMs?: number } = {},
   ): Promise<{ result: T; usage: WindowUsage }> {
     const cpuPid = options.cpuPid ?? this.pid;
-    const started = Date.now();
-    const server0 = cpuSeconds(cpuPid) ?? 0;
-    const kernel0 = cpuTimes(cpuPid)?.system ?? 0;
-    const postgres0 = postgresCpuSnapshot(this.database);
-    const self0 = process.cpuUsage();
-    const pressure0 = cpuPressureMicros();
+    const snapshot = () => ({
+      at: Date.now(),
+      server: cpuSeconds(cpuPid) ?? 0,
+      kernel: cpuTimes(cpuPid)?.system ?? 0,
+      postgres: postgresCpuSnapshot(this.database),
+      generator: generatorCpuSeconds(),
+      pressure: cpuPressureMicros(),
+    });
+    let start = snapshot();
+    const timer =
+      options.measureAfterMs === undefined ? undefined : setTimeout(() => (start = snapshot()), options.measureAfterMs);
     const result = await work();
-    const seconds = (Date.now() - started) / 1000;
-    const self = process.cpuUsage(self0);
-    const rss = this.samples.filter((s) => s.at >= started).map((s) => s.rssMb);
+    clearTimeout(timer);
+    const seconds = (Date.now() - start.at) / 1000;
+    const rss = this.samples.filter((s) => s.at >= start.at).map((s) => s.rssMb);
     const now = rssMegabytes(this.pid);
     if (now !== undefined) rss.push(now);
     if (options.registryLoad !== false) this.underLoad.push(...rss);
@@ -164,11 +188,11 @@ export class ServerSampler {
       result,
       usage: {
         seconds,
-        cpuPressurePercent: pressurePercent(pressure0, cpuPressureMicros(), seconds),
-        serverCpuPercent: (100 * ((cpuSeconds(cpuPid) ?? server0) - server0)) / seconds,
-        serverKernelPercent: (100 * ((cpuTimes(cpuPid)?.system ?? kernel0) - kernel0)) / seconds,
-        postgresCpuPercent: (100 * postgresCpuSince(postgres0, this.database)) / seconds,
-        generatorCpuPercent: (100 * (self.user + self.system)) / 1e6 / seconds,
+        cpuPressurePercent: pressurePercent(start.pressure, cpuPressureMicros(), seconds),
+        serverCpuPercent: (100 * ((cpuSeconds(cpuPid) ?? start.server) - start.server)) / seconds,
+        serverKernelPercent: (100 * ((cpuTimes(cpuPid)?.system ?? start.kernel) - start.kernel)) / seconds,
+        postgresCpuPercent: (100 * postgresCpuSince(start.postgres, this.database)) / seconds,
+        generatorCpuPercent: (100 * (generatorCpuSeconds() - start.generator)) / seconds,
         rssPeakMb: sorted.at(-1) ?? Number.NaN,
         rssMedianMb: sorted[Math.floor(sorted.length / 2)] ?? Number.NaN,
       },

@@ -1,52 +1,53 @@
-/** The benchmark's figures and their rendering as a console table and as Markdown. */
-import type { GrpcLoadResult } from "./grpc-load.js";
-import type { CreateLoadResult, HttpLoadResult } from "./http-load.js";
+/** The benchmark's figures, its targets, and their rendering as a console table and as Markdown. */
+import type { CreateLoadResult } from "./http-load.js";
+import type { H2loadResult } from "./h2load.js";
+import type { ProtocolRow } from "./protocol-rows.js";
 import type { WindowUsage } from "./process-sampler.js";
+import { median } from "./stats.js";
 
-interface Run<T> {
+export interface Run<T> {
   readonly result: T;
   readonly usage: WindowUsage;
 }
 
+export interface ResolveRowFigures {
+  readonly key: ProtocolRow["key"];
+  readonly label: string;
+  readonly rpc: boolean;
+  readonly target: ProtocolRow["target"];
+  /** The h2load command line, with the server's URL as $URL. */
+  readonly command: string;
+  /** Bytes of one successful answer's body: every 2xx answer under load is held to it. */
+  readonly bodyBytes: number;
+  readonly runs: readonly Run<H2loadResult>[];
+}
+
+export interface CreateFigures {
+  readonly key: "rest" | "grpc";
+  readonly label: string;
+  readonly generator: string;
+  readonly runs: readonly Run<CreateLoadResult & { readonly signPerSecond: number }>[];
+}
+
 export interface Figures {
-  readonly rest: {
-    readonly registryRps: number;
-    readonly registryP99Ms: number;
-    readonly registryP50Ms: number;
-    readonly baselineRps: number;
-    readonly baselineP99Ms: number;
-    readonly baselineP50Ms: number;
-    /** Median registry req/s over median baseline req/s. */
-    readonly ratio: number;
-    /** Each registry run over the baseline run just before it. */
-    readonly pairedRatios: readonly number[];
-    readonly failures: number;
-    readonly registryRuns: readonly Run<HttpLoadResult>[];
-    readonly baselineRuns: readonly Run<HttpLoadResult>[];
-  };
-  readonly grpc: {
-    readonly rps: number;
-    readonly p99Ms: number;
-    readonly p50Ms: number;
-    readonly failures: number;
-    readonly runs: readonly Run<GrpcLoadResult>[];
-  };
-  readonly creates: {
-    readonly perSecond: number;
-    readonly p99Ms: number;
-    readonly p50Ms: number;
-    /** Non-201 answers, connection errors and timeouts over all runs, warmups included. */
-    readonly non201: number;
-    readonly runs: readonly Run<CreateLoadResult>[];
-  };
+  readonly resolves: readonly ResolveRowFigures[];
+  readonly creates: readonly CreateFigures[];
   readonly rss: { readonly peakMb: number; readonly medianMb: number; readonly samples: number };
 }
 
-export interface Targets {
-  readonly restRatio: number;
-  readonly createsPerSecond: number;
-  readonly rssMb: number;
-}
+export const TARGETS = {
+  /** Every RPC protocol's resolve req/s, as a share of REST's. */
+  rpcOfRest: 0.8,
+  /** REST resolve req/s as a share of the bare node:http floor's. */
+  restOfFloor: 0.5,
+  /** gRPC creates/s as a share of REST's. */
+  grpcCreatesOfRest: 1,
+  /** The most any protocol's resolve p99 may be, as a multiple of REST's. */
+  p99OfRest: 2,
+  /** Standing targets from the first speed requirement. */
+  restCreatesPerSecond: 1_000,
+  rssMb: 250,
+} as const;
 
 export interface MachineInfo {
   readonly loadAverageAtStart: readonly number[];
@@ -54,161 +55,197 @@ export interface MachineInfo {
   readonly entryCacheSize: string;
   readonly cpus: number;
   readonly cpuModel: string;
+  readonly memoryGb: number;
   readonly node: string;
   readonly postgres: string;
-}
-
-interface Row {
-  readonly measure: string;
-  readonly value: string;
-  readonly runs: string;
-  readonly cpu: string;
-  readonly pressure: string;
-  readonly target: string;
-  readonly verdict: string;
+  readonly h2load: string;
 }
 
 const n = (value: number, digits = 0) =>
   Number.isFinite(value)
     ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
     : "n/a";
-const list = (values: readonly number[], digits = 0) => values.map((v) => n(v, digits)).join(" / ");
-const cpu = (runs: readonly { server: number; postgres: number; generator: number }[]) => {
-  const mean = (pick: (r: { server: number; postgres: number; generator: number }) => number) =>
-    runs.reduce((sum, r) => sum + pick(r), 0) / Math.max(1, runs.length);
-  return `${n(mean((r) => r.server))} / ${n(mean((r) => r.postgres))} / ${n(mean((r) => r.generator))}`;
-};
-const usageOf = (runs: readonly Run<unknown>[]) =>
-  runs.map((r) => ({ server: r.usage.serverCpuPercent, postgres: r.usage.postgresCpuPercent, generator: r.usage.generatorCpuPercent }));
-const grpcUsage = (runs: readonly Run<GrpcLoadResult>[]) =>
-  runs.map((r) => ({ server: r.result.serverCpuPercent, postgres: r.result.postgresCpuPercent, generator: r.result.generatorCpuPercent }));
 
 /** Server CPU time per successful request, in microseconds: robust to how busy the machine was. */
-const cpuPerRequest = (cpuPercent: number, perSecond: number) => (cpuPercent / 100 / perSecond) * 1e6;
-const medianOf = (values: readonly number[]) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-};
-const httpCpuPerRequest = (runs: readonly Run<HttpLoadResult>[]) =>
-  runs.map((r) => cpuPerRequest(r.usage.serverCpuPercent, r.result.requestsPerSecond));
+export const cpuMicrosPerRequest = (cpuPercent: number, perSecond: number) => (cpuPercent / 100 / perSecond) * 1e6;
 
-/** A row that only informs: no CPU split, no target. */
-function info(measure: string, value: string, runs: string): Row {
-  return { measure, value, runs, cpu: "", pressure: "", target: "", verdict: "" };
+interface Summary {
+  readonly label: string;
+  readonly perSecond: number;
+  readonly p99Ms: number;
+  readonly cpuMicros: number;
+  readonly notOk: number;
+  readonly runsPerSecond: readonly number[];
+  readonly pressure: readonly number[];
 }
 
-function verdict(pass: boolean, missBy?: string): string {
-  return pass ? "PASS" : `MISS${missBy === undefined ? "" : ` (${missBy})`}`;
+function summariseResolve(row: ResolveRowFigures): Summary {
+  return {
+    label: row.label,
+    perSecond: median(row.runs.map((r) => r.result.requestsPerSecond)),
+    p99Ms: median(row.runs.map((r) => r.result.latencyP99Ms)),
+    cpuMicros: median(row.runs.map((r) => cpuMicrosPerRequest(r.usage.serverCpuPercent, r.result.requestsPerSecond))),
+    notOk: row.runs.reduce((sum, r) => sum + r.result.notOk + r.result.shortBodies, 0),
+    runsPerSecond: row.runs.map((r) => r.result.requestsPerSecond),
+    pressure: row.runs.map((r) => r.usage.cpuPressurePercent),
+  };
 }
 
-function rows(f: Figures, t: Targets): Row[] {
-  const ratioPass = f.rest.ratio >= t.restRatio;
-  const createsPass = f.creates.perSecond >= t.createsPerSecond;
-  const rssPass = f.rss.peakMb < t.rssMb;
+function summariseCreates(figures: CreateFigures): Summary {
+  return {
+    label: figures.label,
+    perSecond: median(figures.runs.map((r) => r.result.requestsPerSecond)),
+    p99Ms: median(figures.runs.map((r) => r.result.latencyP99Ms)),
+    cpuMicros: median(figures.runs.map((r) => cpuMicrosPerRequest(r.usage.serverCpuPercent, r.result.requestsPerSecond))),
+    // Warmups included: a create refused at any point is a failure.
+    notOk: figures.runs.reduce((sum, r) => sum + r.result.notCreatedTotal, 0),
+    runsPerSecond: figures.runs.map((r) => r.result.requestsPerSecond),
+    pressure: figures.runs.map((r) => r.usage.cpuPressurePercent),
+  };
+}
+
+interface TableRow {
+  readonly protocol: string;
+  readonly perSecond: string;
+  readonly ofRest: string;
+  readonly p99: string;
+  readonly p99OfRest: string;
+  readonly cpu: string;
+  readonly notOk: string;
+  readonly runs: string;
+}
+
+export interface Verdict {
+  readonly target: string;
+  readonly measured: string;
+  readonly pass: boolean | undefined;
+}
+
+function tableRows(f: Figures): TableRow[] {
+  const rest = f.resolves.find((row) => row.key === "rest");
+  const restSummary = rest === undefined ? undefined : summariseResolve(rest);
+  const restCreates = f.creates.find((c) => c.key === "rest");
+  const restCreatesSummary = restCreates === undefined ? undefined : summariseCreates(restCreates);
+  const line = (s: Summary, reference: Summary | undefined, unit: string): TableRow => ({
+    protocol: `${s.label}${unit}`,
+    perSecond: n(s.perSecond),
+    ofRest: reference === undefined ? "" : n(s.perSecond / reference.perSecond, 2),
+    p99: n(s.p99Ms, 1),
+    p99OfRest: reference === undefined ? "" : n(s.p99Ms / reference.p99Ms, 1),
+    cpu: n(s.cpuMicros),
+    notOk: n(s.notOk),
+    runs: s.runsPerSecond.map((v) => n(v)).join(" / "),
+  });
   return [
-    {
-      measure: "REST resolve, registry (req/s)",
-      value: n(f.rest.registryRps),
-      runs: list(f.rest.registryRuns.map((r) => r.result.requestsPerSecond)),
-      cpu: cpu(usageOf(f.rest.registryRuns)),
-      pressure: list(f.rest.registryRuns.map((r) => r.usage.cpuPressurePercent)),
-      target: "",
-      verdict: f.rest.failures === 0 ? "" : `${f.rest.failures} failed`,
-    },
-    {
-      measure: "REST resolve, node:http floor (req/s)",
-      value: n(f.rest.baselineRps),
-      runs: list(f.rest.baselineRuns.map((r) => r.result.requestsPerSecond)),
-      cpu: cpu(usageOf(f.rest.baselineRuns)),
-      pressure: list(f.rest.baselineRuns.map((r) => r.usage.cpuPressurePercent)),
-      target: "",
-      verdict: "",
-    },
-    {
-      measure: "REST resolve, registry / floor",
-      value: n(f.rest.ratio, 2),
-      runs: list(f.rest.pairedRatios, 2),
-      cpu: "",
-      pressure: "",
-      target: `>= ${t.restRatio}`,
-      verdict: verdict(ratioPass, `${n(100 * (1 - f.rest.ratio / t.restRatio))}% short`),
-    },
-    info("Server CPU per REST resolve, registry (µs)", n(medianOf(httpCpuPerRequest(f.rest.registryRuns))), list(httpCpuPerRequest(f.rest.registryRuns))),
-    info("Server CPU per request, node:http floor (µs)", n(medianOf(httpCpuPerRequest(f.rest.baselineRuns))), list(httpCpuPerRequest(f.rest.baselineRuns))),
-    info("REST resolve p99, registry (ms)", n(f.rest.registryP99Ms, 1), list(f.rest.registryRuns.map((r) => r.result.latencyP99Ms), 1)),
-    info("REST resolve p99, node:http floor (ms)", n(f.rest.baselineP99Ms, 1), list(f.rest.baselineRuns.map((r) => r.result.latencyP99Ms), 1)),
-    {
-      measure: "gRPC resolve (req/s)",
-      value: n(f.grpc.rps),
-      runs: list(f.grpc.runs.map((r) => r.result.requestsPerSecond)),
-      cpu: cpu(grpcUsage(f.grpc.runs)),
-      pressure: list(f.grpc.runs.map((r) => r.result.cpuPressurePercent)),
-      target: "",
-      verdict: f.grpc.failures === 0 ? "" : `${f.grpc.failures} failed`,
-    },
-    info("gRPC resolve p99 (ms)", n(f.grpc.p99Ms, 1), list(f.grpc.runs.map((r) => r.result.latencyP99Ms), 1)),
-    info("Server CPU per gRPC resolve (µs)", n(medianOf(f.grpc.runs.map((r) => cpuPerRequest(r.result.serverCpuPercent, r.result.requestsPerSecond)))), list(f.grpc.runs.map((r) => cpuPerRequest(r.result.serverCpuPercent, r.result.requestsPerSecond)))),
-    {
-      measure: "Creates with signature verification (/s)",
-      value: n(f.creates.perSecond),
-      runs: list(f.creates.runs.map((r) => r.result.requestsPerSecond)),
-      cpu: cpu(usageOf(f.creates.runs)),
-      pressure: list(f.creates.runs.map((r) => r.usage.cpuPressurePercent)),
-      target: `>= ${n(t.createsPerSecond)}`,
-      verdict: verdict(createsPass, `${n(100 * (1 - f.creates.perSecond / t.createsPerSecond))}% short`),
-    },
-    info("Create p99 (ms)", n(f.creates.p99Ms, 1), list(f.creates.runs.map((r) => r.result.latencyP99Ms), 1)),
-    info("Server CPU per create (µs)", n(medianOf(httpCpuPerRequest(f.creates.runs))), list(httpCpuPerRequest(f.creates.runs))),
-    {
-      measure: "Creates answered other than 201",
-      value: n(f.creates.non201),
-      runs: "",
-      cpu: "",
-      pressure: "",
-      target: "0",
-      verdict: verdict(f.creates.non201 === 0),
-    },
-    {
-      measure: "Server RSS under load, peak (MB)",
-      value: n(f.rss.peakMb),
-      runs: `median ${n(f.rss.medianMb)}, ${f.rss.samples} samples`,
-      cpu: "",
-      pressure: "",
-      target: `< ${t.rssMb}`,
-      verdict: verdict(rssPass, `${n(f.rss.peakMb - t.rssMb)} MB over`),
-    },
+    ...f.resolves.map((row) => line(summariseResolve(row), restSummary, "")),
+    ...f.creates.map((c) => line(summariseCreates(c), restCreatesSummary, " (creates/s)")),
   ];
 }
 
-const HEADERS: Row = {
-  measure: "Measure",
-  value: "Median",
-  runs: "Runs",
-  cpu: "CPU % srv/pg/gen",
-  pressure: "CPU PSI %",
-  target: "Target",
-  verdict: "Result",
-};
-
-export function renderTable(f: Figures, t: Targets): string {
-  const all = [HEADERS, ...rows(f, t)];
-  const keys = Object.keys(HEADERS) as (keyof Row)[];
-  const widths = keys.map((key) => Math.max(...all.map((row) => row[key].length)));
-  const line = (row: Row) => keys.map((key, i) => row[key].padEnd(widths[i]!)).join("  ").trimEnd();
-  return [line(HEADERS), widths.map((w) => "-".repeat(w)).join("  "), ...all.slice(1).map(line)].join("\n");
+export function verdicts(f: Figures): Verdict[] {
+  const out: Verdict[] = [];
+  const summaries = new Map(f.resolves.map((row) => [row.key, summariseResolve(row)]));
+  const rest = summaries.get("rest");
+  const rpc = f.resolves.filter((row) => row.rpc).map((row) => summaries.get(row.key)!);
+  const worst = <T>(items: readonly T[], by: (item: T) => number) => [...items].sort((a, b) => by(a) - by(b))[0];
+  if (rest !== undefined && rpc.length > 0) {
+    const ratio = (s: Summary) => s.perSecond / rest.perSecond;
+    const slowest = worst(rpc, ratio)!;
+    const below = rpc.filter((s) => ratio(s) < TARGETS.rpcOfRest).length;
+    out.push({
+      target: `every RPC protocol's resolve >= ${TARGETS.rpcOfRest} of REST's req/s`,
+      measured: `lowest ${n(ratio(slowest), 2)} (${slowest.label}); ${below} of ${rpc.length} below`,
+      pass: below === 0,
+    });
+    const p99 = (s: Summary) => s.p99Ms / rest.p99Ms;
+    const slowestP99 = worst(rpc, (s) => -p99(s))!;
+    const over = rpc.filter((s) => p99(s) > TARGETS.p99OfRest).length;
+    out.push({
+      target: `every RPC protocol's resolve p99 <= ${TARGETS.p99OfRest}x REST's`,
+      measured: `highest ${n(p99(slowestP99), 1)}x (${slowestP99.label}, ${n(slowestP99.p99Ms, 1)} ms against ${n(rest.p99Ms, 1)} ms); ${over} of ${rpc.length} above`,
+      pass: over === 0,
+    });
+  }
+  const floor = summaries.get("floor-http");
+  if (rest !== undefined && floor !== undefined) {
+    const ratio = rest.perSecond / floor.perSecond;
+    out.push({
+      target: `REST resolve >= ${TARGETS.restOfFloor} of the bare node:http floor's req/s`,
+      measured: `${n(ratio, 2)} (${n(rest.perSecond)} against ${n(floor.perSecond)}; server CPU per request ${n(rest.cpuMicros)} µs against ${n(floor.cpuMicros)} µs)`,
+      pass: ratio >= TARGETS.restOfFloor,
+    });
+  }
+  const restCreates = f.creates.find((c) => c.key === "rest");
+  const grpcCreates = f.creates.find((c) => c.key === "grpc");
+  if (restCreates !== undefined && grpcCreates !== undefined) {
+    const r = summariseCreates(restCreates);
+    const g = summariseCreates(grpcCreates);
+    out.push({
+      target: "gRPC creates/s >= REST's",
+      measured: `${n(g.perSecond / r.perSecond, 2)} (${n(g.perSecond)} against ${n(r.perSecond)})`,
+      pass: g.perSecond >= TARGETS.grpcCreatesOfRest * r.perSecond,
+    });
+  }
+  if (restCreates !== undefined) {
+    const r = summariseCreates(restCreates);
+    out.push({ target: `REST creates >= ${n(TARGETS.restCreatesPerSecond)}/s (standing)`, measured: n(r.perSecond), pass: r.perSecond >= TARGETS.restCreatesPerSecond });
+  }
+  const notOk = [...f.resolves.map(summariseResolve), ...f.creates.map(summariseCreates)].filter((s) => s.notOk > 0);
+  out.push({
+    target: "every request answered successfully (resolves 2xx with a whole body, creates created)",
+    measured: notOk.length === 0 ? "all" : notOk.map((s) => `${s.label}: ${n(s.notOk)} not OK`).join("; "),
+    pass: notOk.length === 0,
+  });
+  if (f.rss.samples > 0) {
+    out.push({
+      target: `server RSS under load < ${TARGETS.rssMb} MB (standing)`,
+      measured: `peak ${n(f.rss.peakMb)} MB, median ${n(f.rss.medianMb)} MB`,
+      pass: f.rss.peakMb < TARGETS.rssMb,
+    });
+  }
+  return out;
 }
 
-export function renderMarkdown(f: Figures, t: Targets, date: string, machine: MachineInfo): string {
-  const body = rows(f, t).map(
-    (row) =>
-      `| ${row.measure} | ${row.value} | ${row.runs} | ${row.cpu} | ${row.pressure} | ${row.target.replace(">=", "≥")} | ${row.verdict} |`,
-  );
+const HEADERS: TableRow = {
+  protocol: "Protocol",
+  perSecond: "req/s",
+  ofRest: "of REST",
+  p99: "p99 ms",
+  p99OfRest: "p99 of REST",
+  cpu: "server CPU µs/req",
+  notOk: "not OK",
+  runs: "runs (req/s)",
+};
+const NUMERIC: readonly (keyof TableRow)[] = ["perSecond", "ofRest", "p99", "p99OfRest", "cpu", "notOk"];
+
+const verdictText = (v: Verdict) => (v.pass === undefined ? "" : v.pass ? "PASS" : "MISS");
+
+export function renderTable(f: Figures): string {
+  const all = [HEADERS, ...tableRows(f)];
+  const keys = (Object.keys(HEADERS) as (keyof TableRow)[]).filter((key) => key !== "runs");
+  const widths = keys.map((key) => Math.max(...all.map((row) => row[key].length)));
+  const line = (row: TableRow) =>
+    keys.map((key, i) => (NUMERIC.includes(key) ? row[key].padStart(widths[i]!) : row[key].padEnd(widths[i]!))).join("  ").trimEnd();
+  const targets = verdicts(f).map((v) => `${verdictText(v).padEnd(4)}  ${v.target}: ${v.measured}`);
+  return [line(HEADERS), widths.map((w) => "-".repeat(w)).join("  "), ...all.slice(1).map(line), "", "Targets:", ...targets].join("\n");
+}
+
+/** The generated part of docs/performance.md's protocol section. */
+export function renderMarkdown(f: Figures, date: string, machine: MachineInfo, config: { runs: number; durationSeconds: number; warmupSeconds: number }): string {
+  const pressure = [...f.resolves, ...f.creates].flatMap((row) => row.runs.map((r) => r.usage.cpuPressurePercent)).filter(Number.isFinite);
+  const keys = Object.keys(HEADERS) as (keyof TableRow)[];
+  const row = (r: TableRow) => `| ${keys.map((key) => r[key]).join(" | ")} |`;
+  const commands = f.resolves.map((r) => `${r.label}:\n  ${r.command}`).join("\n");
   return [
-    `Code ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` plus uncommitted changes to ${machine.code.uncommitted.join(", ")}`}, ENTRY_CACHE_SIZE ${machine.entryCacheSize}. Run of ${date.slice(0, 10)} on a ${machine.cpus}-core shared machine (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}; 1/5/15-minute load average at the start ${machine.loadAverageAtStart.join(" / ")}. Medians of ${f.rest.registryRuns.length} run${f.rest.registryRuns.length === 1 ? "" : "s"}; "Runs" lists each run; CPU is the mean percent of one core used by the server / all Postgres processes / the load generator; CPU pressure is the share of each run in which some task on the machine waited for a CPU (Linux PSI), a measure of how noisy the machine was.`,
+    `Code ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` plus uncommitted changes to ${machine.code.uncommitted.join(", ")}`}, ENTRY_CACHE_SIZE ${machine.entryCacheSize}. Run of ${date.slice(0, 10)} on a ${machine.cpus}-core shared machine (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}, ${machine.h2load}; 1/5/15-minute load average at the start ${machine.loadAverageAtStart.join(" / ")}; CPU pressure during the runs ${n(Math.min(...pressure))}-${n(Math.max(...pressure))}%. Medians of ${config.runs} run${config.runs === 1 ? "" : "s"} of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up each).`,
     "",
-    "| Measure | Median | Runs | CPU % (server / Postgres / load generator) | CPU pressure % | Target | Result |",
-    "| --- | ---: | --- | --- | --- | --- | --- |",
-    ...body,
+    row(HEADERS),
+    `| ${keys.map((key) => (NUMERIC.includes(key) ? "---:" : "---")).join(" | ")} |`,
+    ...tableRows(f).map(row),
+    "",
+    "| Target | Measured | Result |",
+    "| --- | --- | --- |",
+    ...verdicts(f).map((v) => `| ${v.target.replace(">=", "≥").replace("<=", "≤")} | ${v.measured} | ${verdictText(v)} |`),
+    ...(f.resolves.length === 0 ? [] : ["", "<details><summary>h2load command lines</summary>", "", "```text", commands, "```", "", "</details>"]),
   ].join("\n");
 }

@@ -1,46 +1,61 @@
 /**
- * `npm run bench`: the registry's speed on Postgres, measured against a bare node:http floor on
- * the same machine. See docs/performance.md for the method.
+ * `npm run bench`: the registry's speed on Postgres, every protocol driven by one external load
+ * generator (h2load), against bare node:http and node:http2 floors on the same machine, plus
+ * creates over REST and gRPC. See docs/performance.md for the method.
  *
- *   npm run bench                      the full run (about 3-4 minutes)
+ *   npm run bench                      resolves on every protocol and creates (about 4-5 minutes)
  *   npm run bench -- --quick           1 run of each, 3 s each: a smoke test, not figures to quote
- *   BENCH_SERVER_NODE_ARGS=--trace-gc npm run bench   extra node flags for the server process
- *   npm run bench -- --only resolve|discovery   one part only
- *   npm run bench -- --with-rate-limit the resolve part with the read limiter on (a bucket no load
- *                                      empties), to measure what the limiter costs; add
- *                                      --rate-limit-redis redis://127.0.0.1:6379 for the Redis store
- *   npm run bench -- --profile         one run per phase with `node --cpu-prof` on the server,
+ *   npm run bench -- --only PARTS      a comma-separated choice of parts: resolve, creates,
+ *                                      discovery (about 6 minutes on its own), all; or single
+ *                                      rows: rest, connect-json-h1, connect-json-h2c,
+ *                                      connect-proto-h1, connect-proto-h2c, grpc-web-h1,
+ *                                      grpc-web-h2c, grpc, floor-http, floor-http2, create-rest,
+ *                                      create-grpc (REST's resolve row is always added: ratios
+ *                                      are to it)
+ *   npm run bench -- --profile         one run per row with `node --cpu-prof` on the server,
  *                                      and a summary of where its CPU time went
+ *   npm run bench -- --with-rate-limit the read limiter on (a bucket no load empties), to measure
+ *                                      what it costs; add --rate-limit-redis redis://127.0.0.1:6379
+ *                                      for the Redis store
+ *   BENCH_SERVER_NODE_ARGS=--trace-gc npm run bench   extra node flags for the server process
  *
- * Figures go to bench/results/latest.json (profiles to bench/results/profiles/ and
- * profile-latest.json); the children's output to bench/results/bench.log.
+ * A full run (all resolve rows and creates, 3 runs or more, no --quick, --profile or rate limit)
+ * writes its table into docs/performance.md; other runs only print it. Figures go to
+ * bench/results/latest.json (profiles to bench/results/profiles/ and profile-latest.json); the
+ * children's and h2load's output to bench/results/bench.log.
  *
- * Options: --runs N, --duration S, --warmup S, --rest-connections N, --grpc-concurrency N,
- * --create-connections N, --create-pool N. DATABASE_URL names the Postgres server (admin URL;
- * default postgres://postgres@127.0.0.1:5432/test); a fresh database is created and dropped.
+ * Options: --runs N, --duration S, --warmup S, --h1-connections N, --h2-connections N,
+ * --h2-streams N, --create-connections N, --create-pool N. DATABASE_URL names the Postgres server
+ * (admin URL; default postgres://postgres@127.0.0.1:5432/test); a fresh database is created and
+ * dropped.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 import { createBenchDatabase, DEFAULT_ADMIN_URL, serverVersion, type BenchDatabase } from "./bench-database.js";
-import { freePort, startChild, stopAllChildren, waitForHttp, type Child } from "./child-processes.js";
+import { freePort, startChild, stopAllChildren, waitForHttp, waitForPort, type Child } from "./child-processes.js";
 import { formatProfileSummary, summariseProfile, type ProfileSummary } from "./cpu-profile.js";
-import {
-  baseDid,
-  createPublisher,
-  nowToTheSecond,
-  signedEntry,
-  type BenchPublisher,
-  type EntryJson,
-} from "./entry-signer.js";
-import type { GrpcLoadConfig, GrpcLoadResult } from "./grpc-load.js";
-import { createLoad, resolveLoad, type CreateLoadResult, type HttpLoadResult } from "./http-load.js";
+import { baseDid, createPublisher, nowToTheSecond, signedEntry, type BenchPublisher, type EntryJson } from "./entry-signer.js";
+import { grpcCreateBody, grpcCreateLoad } from "./grpc-create-load.js";
+import { ensureH2load, measureH2load, warmUp, type H2loadRequest, type H2loadResult } from "./h2load.js";
+import { createLoad, type CreateLoadResult } from "./http-load.js";
+import { checkedAnswer, protocolRows, RESOLVE_ROW_KEYS, type ProtocolRow, type ResolveRowKey, type Target } from "./protocol-rows.js";
 import { ServerSampler, type WindowUsage } from "./process-sampler.js";
-import { median, round, seededRandom, shuffle } from "./stats.js";
-import { renderMarkdown, renderTable, type Figures, type MachineInfo } from "./report.js";
+import { round } from "./stats.js";
+import {
+  cpuMicrosPerRequest,
+  renderMarkdown,
+  renderTable,
+  TARGETS,
+  type CreateFigures,
+  type Figures,
+  type MachineInfo,
+  type ResolveRowFigures,
+  type Run,
+} from "./report.js";
 import { renderDiscoveryMarkdown, renderDiscoveryTable, runDiscoveryBench } from "./discovery-bench.js";
 
 const { values: args } = parseArgs({
@@ -50,8 +65,9 @@ const { values: args } = parseArgs({
     runs: { type: "string" },
     duration: { type: "string" },
     warmup: { type: "string" },
-    "rest-connections": { type: "string" },
-    "grpc-concurrency": { type: "string" },
+    "h1-connections": { type: "string" },
+    "h2-connections": { type: "string" },
+    "h2-streams": { type: "string" },
     "create-connections": { type: "string" },
     "create-pool": { type: "string" },
     only: { type: "string" },
@@ -60,22 +76,26 @@ const { values: args } = parseArgs({
     "discovery-entries": { type: "string" },
   },
 });
-const only = args.only ?? "all";
-if (!["all", "resolve", "discovery"].includes(only)) throw new Error("--only is resolve or discovery");
 const quick = args.quick === true;
 const config = {
   runs: Number(args.runs ?? (quick || args.profile ? 1 : 3)),
-  durationSeconds: Number(args.duration ?? (quick ? 3 : 10)),
+  durationSeconds: Number(args.duration ?? (quick ? 3 : 5)),
   warmupSeconds: Number(args.warmup ?? 1),
-  restConnections: Number(args["rest-connections"] ?? 32),
-  grpcConcurrency: Number(args["grpc-concurrency"] ?? 64),
+  concurrency: {
+    h1Connections: Number(args["h1-connections"] ?? 32),
+    h2Connections: Number(args["h2-connections"] ?? 4),
+    h2Streams: Number(args["h2-streams"] ?? 32),
+  },
+  /** Creates in flight, over REST as that many connections, over gRPC spread over 4 h2c sessions. */
   createConnections: Number(args["create-connections"] ?? 64),
-  // Enough for 1,000 creates/s over warmup + duration; a faster server gets entries signed on the fly.
+  createGrpcSessions: 4,
+  // Enough for 2,000 creates/s over warmup + duration; a faster server gets entries signed on the fly.
   createPool: Number(args["create-pool"] ?? 12_000),
   seed: { namesWithManyVersions: 100, versionsEach: ["1.0.0", "1.1.0", "1.2.0", "2.0.0"], namesWithOneVersion: 600 },
-  resolvePaths: 2_000,
+  /** The one entry every resolve asks for, by name@version. */
+  resolveName: "seed-multi-0",
+  resolveVersion: "1.2.0",
 };
-const TARGETS = { restRatio: 0.5, createsPerSecond: 1_000, rssMb: 250 } as const;
 const DISCOVERY = {
   entries: Number(args["discovery-entries"] ?? (quick ? 100_000 : 1_000_000)),
   samples: quick ? 30 : 200,
@@ -84,16 +104,49 @@ const DISCOVERY = {
   p95TargetMs: 25,
 };
 
+// ---------------------------------------------------------------------------------------------
+// What to run: --only names parts or single rows.
+
+const CREATE_KEYS = ["create-rest", "create-grpc"] as const;
+type CreateKey = (typeof CREATE_KEYS)[number];
+const selection = (() => {
+  const names = (args.only ?? "resolve,creates").split(",").map((name) => name.trim()).filter((name) => name !== "");
+  const rows = new Set<ResolveRowKey>();
+  const creates = new Set<CreateKey>();
+  let discovery = false;
+  for (const name of names) {
+    if (name === "all" || name === "resolve") RESOLVE_ROW_KEYS.forEach((key) => rows.add(key));
+    if (name === "all" || name === "creates") CREATE_KEYS.forEach((key) => creates.add(key));
+    if (name === "all" || name === "discovery") discovery = true;
+    if ((RESOLVE_ROW_KEYS as readonly string[]).includes(name)) rows.add(name as ResolveRowKey);
+    else if ((CREATE_KEYS as readonly string[]).includes(name)) creates.add(name as CreateKey);
+    else if (!["all", "resolve", "creates", "discovery"].includes(name)) {
+      throw new Error(`--only: unknown part ${name}; parts are all, resolve, creates, discovery, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS].join(", ")}`);
+    }
+  }
+  if (rows.size > 0) rows.add("rest");
+  const complete = rows.size === RESOLVE_ROW_KEYS.length && creates.size === CREATE_KEYS.length;
+  return { rows, creates, discovery, complete };
+})();
+
 // Children are started with paths relative to the repository root.
 const ROOT = fileURLToPath(new URL("..", import.meta.url));
 process.chdir(ROOT);
 const RESULTS = resolve(ROOT, "bench/results");
 const PROFILES = join(RESULTS, "profiles");
+const REQUESTS = join(RESULTS, "requests");
 const LOG = join(RESULTS, "bench.log");
+const H2LOAD_LOG = join(RESULTS, "h2load-requests.tsv");
+const DOCS = join(ROOT, "docs/performance.md");
 const adminUrl = process.env.DATABASE_URL || DEFAULT_ADMIN_URL;
 
 function say(text: string): void {
   process.stdout.write(`${text}\n`);
+}
+const logH2load = (text: string) => appendFileSync(LOG, text.endsWith("\n") ? text : `${text}\n`);
+
+function fmt(value: number, digits = 0): string {
+  return Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -120,13 +173,32 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 // ---------------------------------------------------------------------------------------------
 // The processes under test.
 
-interface Registry {
+interface Server {
   readonly child: Child;
   readonly url: string;
-  readonly port: number;
 }
 
-async function startRegistry(databaseUrl: string, profileName?: string): Promise<Registry> {
+/**
+ * Each process profiles into its own directory under node's default file names: a process started
+ * through bin/run-ts.js also runs tsx's loader thread, which writes a profile of its own, and a
+ * fixed --cpu-prof-name would let it overwrite the main thread's.
+ */
+function profileArgs(profileName: string | undefined): string[] {
+  return profileName === undefined ? [] : ["--cpu-prof", "--cpu-prof-dir", join(PROFILES, profileName)];
+}
+
+/** The main thread's profile (thread id 0 in node's file name CPU.<date>.<time>.<pid>.<tid>.<seq>), moved to <name>.cpuprofile. */
+function mainThreadProfile(profileName: string): string {
+  const directory = join(PROFILES, profileName);
+  const main = readdirSync(directory).find((file) => /^CPU\.\d+\.\d+\.\d+\.0\.\d+\.cpuprofile$/.test(file));
+  if (main === undefined) throw new Error(`no main-thread profile in ${directory}`);
+  const file = join(PROFILES, `${profileName}.cpuprofile`);
+  renameSync(join(directory, main), file);
+  rmSync(directory, { recursive: true, force: true });
+  return file;
+}
+
+async function startRegistry(databaseUrl: string, profileName?: string): Promise<Server> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
@@ -140,41 +212,34 @@ async function startRegistry(databaseUrl: string, profileName?: string): Promise
   Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production", RATE_LIMIT_RPS: rateLimit, RATE_LIMIT_BURST: "1000000" });
   // --rate-limit-redis URL: the limiter's buckets in that Redis instead of Postgres.
   if (args["rate-limit-redis"] !== undefined) env.REDIS_URL = args["rate-limit-redis"];
-  const nodeArgs =
-    profileName === undefined
-      ? []
-      : ["--cpu-prof", "--cpu-prof-dir", PROFILES, "--cpu-prof-name", `${profileName}.cpuprofile`];
   // Extra node flags for the server only, e.g. BENCH_SERVER_NODE_ARGS=--trace-gc to study memory.
   const extraArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
   // The production path: the compiled build that `npm start` runs (built once when the bench starts).
-  const child = startChild("registry", [...extraArgs, ...nodeArgs, "dist/src/cli/run.js", "serve"], { env, logFile: LOG });
+  const child = startChild("registry", [...extraArgs, ...profileArgs(profileName), "dist/src/cli/run.js", "serve"], { env, logFile: LOG });
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/readyz`, child);
-  return { child, url, port };
-}
-
-async function startBaseline(bodyFile: string, profileName?: string): Promise<{ child: Child; url: string }> {
-  const port = await freePort();
-  const nodeArgs =
-    profileName === undefined
-      ? []
-      : ["--cpu-prof", "--cpu-prof-dir", PROFILES, "--cpu-prof-name", `${profileName}.cpuprofile`];
-  const child = startChild("baseline", [...nodeArgs, "bin/run-ts.js", "bench/baseline-server.ts", bodyFile, String(port)], {
-    logFile: LOG,
-  });
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/`, child);
   return { child, url };
 }
 
-async function runCli(args: readonly string[], databaseUrl: string): Promise<string> {
-  const child = startChild("registry-cli", ["bin/registry.js", ...args], {
+/** A floor: bench/baseline-server.ts (node:http) or bench/http2-baseline-server.ts, answering `bodyFile`. */
+async function startFloor(target: Exclude<Target, "registry">, bodyFile: string, profileName?: string): Promise<Server> {
+  const port = await freePort();
+  const script = target === "http-floor" ? "bench/baseline-server.ts" : "bench/http2-baseline-server.ts";
+  const child = startChild(target, [...profileArgs(profileName), "bin/run-ts.js", script, bodyFile, String(port)], { logFile: LOG });
+  const url = `http://127.0.0.1:${port}`;
+  if (target === "http-floor") await waitForHttp(`${url}/`, child);
+  else await waitForPort(port, child);
+  return { child, url };
+}
+
+async function runCli(cliArgs: readonly string[], databaseUrl: string): Promise<string> {
+  const child = startChild("registry-cli", ["bin/registry.js", ...cliArgs], {
     env: { ...process.env, DATABASE_URL: databaseUrl },
     logFile: LOG,
     captureStdout: true,
   });
   const code = await child.exited;
-  if (code !== 0) throw new Error(`registry ${args.join(" ")} exited with ${code} (see ${LOG})`);
+  if (code !== 0) throw new Error(`registry ${cliArgs.join(" ")} exited with ${code} (see ${LOG})`);
   return child.stdout().trim();
 }
 
@@ -185,21 +250,19 @@ interface Seeded {
   readonly publisher: BenchPublisher;
   readonly rootToken: string;
   readonly accessToken: string;
-  /** REST paths for resolves: half latest (no @version), half a specific version. */
-  readonly restPaths: string[];
-  /** The same mix as DIDs, for gRPC. */
-  readonly dids: string[];
   readonly entries: number;
 }
 
-async function seed(registry: Registry, databaseUrl: string): Promise<Seeded> {
+const PUBLISH_SCOPE = "registry.publish.skill";
+
+/** 1,000 entries over REST, so the database and the read cache hold more than the one entry resolved. */
+async function seed(registry: Server, databaseUrl: string): Promise<Seeded> {
   const publisher = createPublisher();
   const rootToken = await runCli(
     ["root-token", "create", "--subject", publisher.did, "--scopes", PUBLISH_SCOPE, "--description", "benchmark"],
     databaseUrl,
   );
   const accessToken = await issueAccessToken(registry, rootToken);
-
   const names: { name: string; versions: string[] }[] = [];
   for (let i = 0; i < config.seed.namesWithManyVersions; i++) names.push({ name: `seed-multi-${i}`, versions: config.seed.versionsEach });
   for (let i = 0; i < config.seed.namesWithOneVersion; i++) names.push({ name: `seed-single-${i}`, versions: ["1.0.0"] });
@@ -217,25 +280,11 @@ async function seed(registry: Registry, databaseUrl: string): Promise<Seeded> {
       }
     }),
   );
-
-  const random = seededRandom(42);
-  const allVersions = names.flatMap(({ name, versions }) => versions.map((version) => `${baseDid(name)}@${version}`));
-  const half = config.resolvePaths / 2;
-  const dids = shuffle(
-    [
-      ...Array.from({ length: half }, () => baseDid(names[Math.floor(random() * names.length)]!.name)),
-      ...Array.from({ length: half }, () => allVersions[Math.floor(random() * allVersions.length)]!),
-    ],
-    random,
-  );
-  const restPaths = dids.map((did) => `/v1/entries/${encodeURIComponent(did)}`);
-  return { publisher, rootToken, accessToken, restPaths, dids, entries: published };
+  return { publisher, rootToken, accessToken, entries: published };
 }
 
-const PUBLISH_SCOPE = "registry.publish.skill";
-
 /** An access token from this server (its issuer URL includes the port, so each server needs its own). */
-async function issueAccessToken(registry: Registry, rootToken: string): Promise<string> {
+async function issueAccessToken(registry: Server, rootToken: string): Promise<string> {
   const response = await fetch(`${registry.url}/v1/tokens`, {
     method: "POST",
     headers: { authorization: `Bearer ${rootToken}`, "content-type": "application/json" },
@@ -258,221 +307,196 @@ async function postEntry(url: string, token: string, entry: EntryJson): Promise<
   if (response.status !== 201) throw new Error(`seeding ${entry.entryDid} failed: ${response.status} ${text}`);
 }
 
-/** Fresh, distinct entries for one create run, signed before the clock starts. */
-function signPool(publisher: BenchPublisher, run: string, count: number): { pool: string[]; more: () => string; signPerSecond: number } {
+/** Fresh, distinct entries for one create run, signed (and encoded) before the clock starts. */
+function signPool<T>(publisher: BenchPublisher, run: string, count: number, encode: (json: string) => T): { pool: T[]; more: () => T; signPerSecond: number } {
   const publishedAt = nowToTheSecond();
   const started = performance.now();
-  const pool = Array.from({ length: count }, (_, i) => JSON.stringify(signedEntry(publisher, `bench-${run}-${i}`, "1.0.0", publishedAt)));
+  const pool = Array.from({ length: count }, (_, i) => encode(JSON.stringify(signedEntry(publisher, `bench-${run}-${i}`, "1.0.0", publishedAt))));
   const signPerSecond = count / ((performance.now() - started) / 1000);
   let extra = 0;
-  const more = () => JSON.stringify(signedEntry(publisher, `bench-${run}-extra-${extra++}`, "1.0.0", publishedAt));
+  const more = () => encode(JSON.stringify(signedEntry(publisher, `bench-${run}-extra-${extra++}`, "1.0.0", publishedAt)));
   return { pool, more, signPerSecond };
 }
 
 // ---------------------------------------------------------------------------------------------
-// gRPC load runs in its own process.
+// One resolve row under h2load.
 
-async function grpcLoad(registry: Registry, dids: readonly string[]): Promise<GrpcLoadResult> {
-  const loadConfig: GrpcLoadConfig = {
-    address: `127.0.0.1:${registry.port}`,
-    dids,
-    concurrency: config.grpcConcurrency,
-    warmupMs: config.warmupSeconds * 1000,
-    durationMs: config.durationSeconds * 1000,
-    serverPid: registry.child.pid,
-    database: database!.name,
+interface PreparedRow {
+  readonly row: ProtocolRow;
+  /** The request h2load sends, with the server's URL filled in at run time. */
+  readonly request: (url: string) => H2loadRequest;
+  readonly bodyBytes: number;
+}
+
+/** Writes the row's request body where h2load reads it (-d), relative to the repository root. */
+function prepareRow(row: ProtocolRow, bodyBytes: number): PreparedRow {
+  let bodyFile: string | undefined;
+  if (row.body !== undefined) {
+    bodyFile = relative(ROOT, join(REQUESTS, `${row.key}.bin`));
+    writeFileSync(bodyFile, row.body);
+  }
+  return {
+    row,
+    bodyBytes,
+    request: (url) => ({
+      shape: row.shape,
+      url: `${url}${row.path}`,
+      headers: Object.entries(row.headers).map(([name, value]) => `${name}: ${value}`),
+      ...(bodyFile === undefined ? {} : { bodyFile }),
+    }),
   };
-  const child = startChild("grpc-load", ["bin/run-ts.js", "bench/grpc-load.ts"], {
-    env: { ...process.env, BENCH_GRPC_CONFIG: JSON.stringify(loadConfig) },
-    logFile: LOG,
-    captureStdout: true,
+}
+
+type ResolveRun = Run<H2loadResult>;
+
+/**
+ * Warm-up, then one measured h2load run with the server's CPU sampled around it, then the same
+ * smoke request again: the server must still answer correctly after the load.
+ */
+async function runRow(prepared: PreparedRow, server: Server, sampler: ServerSampler, did: string): Promise<ResolveRun> {
+  const request = prepared.request(server.url);
+  await warmUp(request, config.warmupSeconds, logH2load);
+  // h2load cannot see gRPC statuses (trailers) or gRPC-Web's (in the body): every 2xx answer is
+  // held to the size of the checked answer's body.
+  const record = await sampler.window(() => measureH2load(request, config.durationSeconds, prepared.bodyBytes, relative(ROOT, H2LOAD_LOG), logH2load), {
+    cpuPid: server.child.pid,
+    registryLoad: prepared.row.target === "registry",
   });
-  const code = await child.exited;
-  const line = child.stdout().trim().split("\n").at(-1) ?? "";
-  if (code !== 0 || line === "") throw new Error(`grpc-load exited with ${code} (see ${LOG})`);
-  return JSON.parse(line) as GrpcLoadResult;
+  await checkedAnswer(server.url, prepared.row, did);
+  return record;
+}
+
+function describeRun(label: string, run: number, { result, usage }: ResolveRun): string {
+  const failures = result.notOk + result.shortBodies;
+  return `  ${label} run ${run}: ${fmt(result.requestsPerSecond)} req/s, p99 ${fmt(result.latencyP99Ms, 1)} ms${failures === 0 ? "" : `, NOT OK ${fmt(result.notOk)} (3xx ${result.status["3xx"]}, 4xx ${result.status["4xx"]}, 5xx ${result.status["5xx"]}, errored ${result.errored}, timeout ${result.timedOut}${result.shortBodies > 0 ? `, at least ${result.shortBodies} short bodies` : ""})`}, server CPU ${fmt(usage.serverCpuPercent)}% (kernel ${fmt(usage.serverKernelPercent)}%; ${fmt(cpuMicrosPerRequest(usage.serverCpuPercent, result.requestsPerSecond))} µs/req), postgres ${fmt(usage.postgresCpuPercent)}%, h2load ${fmt(usage.generatorCpuPercent)}%, CPU pressure ${fmt(usage.cpuPressurePercent)}%`;
 }
 
 // ---------------------------------------------------------------------------------------------
-// The measured run.
+// Creates: REST with autocannon (http-load.ts), gRPC with grpc-create-load.ts.
 
-interface RunRecord<T> {
-  readonly result: T;
-  readonly usage: WindowUsage;
+type CreateRun = Run<CreateLoadResult & { readonly signPerSecond: number }>;
+
+const CREATE_LABELS: Record<CreateKey, { label: string; generator: string }> = {
+  "create-rest": { label: "REST creates, HTTP/1.1", generator: "autocannon" },
+  "create-grpc": { label: "gRPC creates, h2c", generator: "bench/grpc-create-load.ts (node:http2)" },
+};
+
+/** Signs the run's entries, then loads; `measuredFrom` is when the measured part began (performance.now(), ms). */
+async function runCreate(key: CreateKey, server: Server, sampler: ServerSampler, publisher: BenchPublisher, token: string, run: string): Promise<CreateRun & { measuredFrom: number }> {
+  const shape = { url: server.url, durationSeconds: config.durationSeconds, warmupSeconds: config.warmupSeconds };
+  const measureAfterMs = config.warmupSeconds * 1000;
+  if (key === "create-rest") {
+    const { pool, more, signPerSecond } = signPool(publisher, `rest-${run}`, config.createPool, (json) => json);
+    const measuredFrom = performance.now() + measureAfterMs;
+    const { result, usage } = await sampler.window(() => createLoad({ ...shape, connections: config.createConnections }, token, pool, more), { measureAfterMs });
+    return { result: { ...result, signPerSecond }, usage, measuredFrom };
+  }
+  const { pool, more, signPerSecond } = signPool(publisher, `grpc-${run}`, config.createPool, grpcCreateBody);
+  const load = { ...shape, token, connections: config.createGrpcSessions, streamsPerConnection: Math.ceil(config.createConnections / config.createGrpcSessions) };
+  const measuredFrom = performance.now() + measureAfterMs;
+  const { result, usage } = await sampler.window(() => grpcCreateLoad(load, pool, more), { measureAfterMs });
+  return { result: { ...result, signPerSecond }, usage, measuredFrom };
 }
 
-function cpuMicrosPerRequest(cpuPercent: number, perSecond: number): number {
-  return (cpuPercent / 100 / perSecond) * 1e6;
+function describeCreate(label: string, run: number, { result, usage }: CreateRun): string {
+  return `  ${label} run ${run}: ${fmt(result.requestsPerSecond)} creates/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not created ${result.notCreatedTotal}, server CPU ${fmt(usage.serverCpuPercent)}% (kernel ${fmt(usage.serverKernelPercent)}%; ${fmt(cpuMicrosPerRequest(usage.serverCpuPercent, result.requestsPerSecond))} µs/create), postgres ${fmt(usage.postgresCpuPercent)}%, generator ${fmt(usage.generatorCpuPercent)}%, RSS peak ${fmt(usage.rssPeakMb)} MB, CPU pressure ${fmt(usage.cpuPressurePercent)}% (pre-signed ${fmt(result.signPerSecond)}/s${result.signedDuringRun > 0 ? `, ${result.signedDuringRun} signed during the run: raise --create-pool` : ""})${result.failureSamples.length === 0 ? "" : `\n    not created: ${result.failureSamples.join("\n    not created: ")}`}`;
 }
 
-function fmt(value: number, digits = 0): string {
-  return Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a";
-}
+// ---------------------------------------------------------------------------------------------
+// The measured run: every row, run after run, so drift on the machine hits each row alike.
 
-async function measure(registry: Registry, seeded: Seeded, baselineUrl: string, baselineChild: Child): Promise<Figures> {
+async function measure(servers: ReadonlyMap<Target, Server>, rows: readonly PreparedRow[], seeded: Seeded, did: string): Promise<Figures> {
+  const registry = servers.get("registry")!;
   const sampler = new ServerSampler(registry.child.pid, database!.name);
   sampler.start();
-  const http = (url: string, connections: number) => ({
-    url,
-    connections,
-    durationSeconds: config.durationSeconds,
-    warmupSeconds: config.warmupSeconds,
-  });
-
-  const baselineRuns: RunRecord<HttpLoadResult>[] = [];
-  const restRuns: RunRecord<HttpLoadResult>[] = [];
+  const resolveRuns = new Map<ResolveRowKey, ResolveRun[]>(rows.map((p) => [p.row.key, []]));
+  const createRuns = new Map<CreateKey, CreateRun[]>([...selection.creates].map((key) => [key, []]));
   for (let run = 1; run <= config.runs; run++) {
-    const baseline = await sampler.window(() => resolveLoad(http(baselineUrl, config.restConnections), seeded.restPaths), {
-      cpuPid: baselineChild.pid,
-      registryLoad: false,
-    });
-    baselineRuns.push(baseline);
-    say(`  baseline run ${run}: ${fmt(baseline.result.requestsPerSecond)} req/s, p99 ${fmt(baseline.result.latencyP99Ms, 1)} ms, server CPU ${fmt(baseline.usage.serverCpuPercent)}% (kernel ${fmt(baseline.usage.serverKernelPercent)}%), generator CPU ${fmt(baseline.usage.generatorCpuPercent)}%, CPU pressure ${fmt(baseline.usage.cpuPressurePercent)}%`);
-    const rest = await sampler.window(() => resolveLoad(http(registry.url, config.restConnections), seeded.restPaths));
-    restRuns.push(rest);
-    say(`  REST resolve run ${run}: ${fmt(rest.result.requestsPerSecond)} req/s, p99 ${fmt(rest.result.latencyP99Ms, 1)} ms, failures ${rest.result.failures}, server CPU ${fmt(rest.usage.serverCpuPercent)}% (kernel ${fmt(rest.usage.serverKernelPercent)}%), postgres CPU ${fmt(rest.usage.postgresCpuPercent)}%, generator CPU ${fmt(rest.usage.generatorCpuPercent)}%, RSS peak ${fmt(rest.usage.rssPeakMb)} MB, CPU pressure ${fmt(rest.usage.cpuPressurePercent)}%`);
+    for (const prepared of rows) {
+      const record = await runRow(prepared, servers.get(prepared.row.target)!, sampler, did);
+      resolveRuns.get(prepared.row.key)!.push(record);
+      say(describeRun(prepared.row.label, run, record));
+    }
   }
-
-  const grpcRuns: RunRecord<GrpcLoadResult>[] = [];
   for (let run = 1; run <= config.runs; run++) {
-    const grpc = await sampler.window(() => grpcLoad(registry, seeded.dids));
-    grpcRuns.push(grpc);
-    const failures = Object.values(grpc.result.errors).reduce((a, b) => a + b, 0);
-    say(`  gRPC resolve run ${run}: ${fmt(grpc.result.requestsPerSecond)} req/s, p99 ${fmt(grpc.result.latencyP99Ms, 1)} ms, failures ${failures}, server CPU ${fmt(grpc.result.serverCpuPercent)}% (kernel ${fmt(grpc.result.serverKernelPercent)}%), postgres CPU ${fmt(grpc.result.postgresCpuPercent)}%, client CPU ${fmt(grpc.result.generatorCpuPercent)}%, RSS peak ${fmt(grpc.usage.rssPeakMb)} MB, CPU pressure ${fmt(grpc.result.cpuPressurePercent)}%`);
-  }
-
-  const createRuns: RunRecord<CreateLoadResult & { signPerSecond: number }>[] = [];
-  for (let run = 1; run <= config.runs; run++) {
-    const { pool, more, signPerSecond } = signPool(seeded.publisher, `r${run}-${Date.now().toString(36)}`, config.createPool);
-    const create = await sampler.window(() => createLoad(http(registry.url, config.createConnections), seeded.accessToken, pool, more));
-    createRuns.push({ result: { ...create.result, signPerSecond }, usage: create.usage });
-    say(`  creates run ${run}: ${fmt(create.result.requestsPerSecond)} creates/s, p99 ${fmt(create.result.latencyP99Ms, 1)} ms, non-201 ${create.result.non201Total}, server CPU ${fmt(create.usage.serverCpuPercent)}% (kernel ${fmt(create.usage.serverKernelPercent)}%), postgres CPU ${fmt(create.usage.postgresCpuPercent)}%, generator CPU ${fmt(create.usage.generatorCpuPercent)}%, RSS peak ${fmt(create.usage.rssPeakMb)} MB, CPU pressure ${fmt(create.usage.cpuPressurePercent)}% (pre-signed ${fmt(signPerSecond)}/s${create.result.signedDuringRun > 0 ? `, ${create.result.signedDuringRun} signed during the run: raise --create-pool` : ""})`);
-    for (const sample of create.result.failureSamples) say(`    non-201: ${sample}`);
+    for (const key of selection.creates) {
+      const { measuredFrom: _, ...record } = await runCreate(key, registry, sampler, seeded.publisher, seeded.accessToken, `r${run}-${Date.now().toString(36)}`);
+      createRuns.get(key)!.push(record);
+      say(describeCreate(CREATE_LABELS[key].label, run, record));
+    }
   }
   sampler.stop();
-
   const rss = [...sampler.loadSamples()].sort((a, b) => a - b);
-  const restMedian = median(restRuns.map((r) => r.result.requestsPerSecond));
-  const baselineMedian = median(baselineRuns.map((r) => r.result.requestsPerSecond));
   return {
-    rest: {
-      registryRps: restMedian,
-      registryP99Ms: median(restRuns.map((r) => r.result.latencyP99Ms)),
-      registryP50Ms: median(restRuns.map((r) => r.result.latencyP50Ms)),
-      baselineRps: baselineMedian,
-      baselineP99Ms: median(baselineRuns.map((r) => r.result.latencyP99Ms)),
-      baselineP50Ms: median(baselineRuns.map((r) => r.result.latencyP50Ms)),
-      ratio: restMedian / baselineMedian,
-      pairedRatios: restRuns.map((r, i) => r.result.requestsPerSecond / baselineRuns[i]!.result.requestsPerSecond),
-      failures: restRuns.reduce((sum, r) => sum + r.result.failures, 0),
-      registryRuns: restRuns,
-      baselineRuns,
-    },
-    grpc: {
-      rps: median(grpcRuns.map((r) => r.result.requestsPerSecond)),
-      p99Ms: median(grpcRuns.map((r) => r.result.latencyP99Ms)),
-      p50Ms: median(grpcRuns.map((r) => r.result.latencyP50Ms)),
-      failures: grpcRuns.reduce((sum, r) => sum + Object.values(r.result.errors).reduce((a, b) => a + b, 0), 0),
-      runs: grpcRuns,
-    },
-    creates: {
-      perSecond: median(createRuns.map((r) => r.result.requestsPerSecond)),
-      p99Ms: median(createRuns.map((r) => r.result.latencyP99Ms)),
-      p50Ms: median(createRuns.map((r) => r.result.latencyP50Ms)),
-      non201: createRuns.reduce((sum, r) => sum + r.result.non201Total + r.result.transportErrors, 0),
-      runs: createRuns,
-    },
-    rss: {
-      peakMb: rss.at(-1) ?? Number.NaN,
-      medianMb: median(rss),
-      samples: rss.length,
-    },
+    resolves: rows.map(({ row, bodyBytes }): ResolveRowFigures => ({
+      key: row.key,
+      label: row.label,
+      rpc: row.rpc,
+      target: row.target,
+      bodyBytes,
+      command: resolveRuns.get(row.key)![0]!.result.command.replace(servers.get(row.target)!.url, "http://127.0.0.1:$PORT"),
+      runs: resolveRuns.get(row.key)!,
+    })),
+    creates: [...selection.creates].map((key): CreateFigures => ({
+      key: key === "create-rest" ? "rest" : "grpc",
+      ...CREATE_LABELS[key],
+      runs: createRuns.get(key)!,
+    })),
+    rss: { peakMb: rss.at(-1) ?? Number.NaN, medianMb: rss[Math.floor(rss.length / 2)] ?? Number.NaN, samples: rss.length },
   };
 }
 
 // ---------------------------------------------------------------------------------------------
-// Profile mode: a fresh server under --cpu-prof per phase.
+// Profile mode: a fresh server under --cpu-prof per row.
 
 async function profile(
   databaseUrl: string,
-  registry: Registry,
+  rows: readonly PreparedRow[],
+  floorBodies: ReadonlyMap<Target, string>,
   seeded: Seeded,
-  bodyFile: string,
+  did: string,
 ): Promise<Record<string, ProfileSummary>> {
   rmSync(PROFILES, { recursive: true, force: true });
   mkdirSync(PROFILES, { recursive: true });
-  await registry.child.stop();
   const summaries: Record<string, ProfileSummary> = {};
-
-  // The floor first, profiled the same way, so the two profiles can be read side by side.
-  {
+  const start = (target: Target, name: string) =>
+    target === "registry" ? startRegistry(databaseUrl, name) : startFloor(target, floorBodies.get(target)!, name);
+  const profiled = async (
+    name: string,
+    target: Target,
+    load: (server: Server, sampler: ServerSampler) => Promise<{ text: string; perSecond: number; usage: WindowUsage; fromSeconds: number }>,
+  ) => {
     const spawned = performance.now();
-    const baseline = await startBaseline(bodyFile, "baseline");
-    const loadStart = (performance.now() - spawned) / 1000 + config.warmupSeconds + 0.3;
-    const { result, usage } = await new ServerSampler(baseline.child.pid, database!.name).window(() =>
-      resolveLoad(
-        { url: baseline.url, connections: config.restConnections, durationSeconds: config.durationSeconds, warmupSeconds: config.warmupSeconds },
-        seeded.restPaths,
-      ),
-    );
-    const loadEnd = (performance.now() - spawned) / 1000 - 0.3;
-    await baseline.child.stop();
-    const file = join(PROFILES, "baseline.cpuprofile");
-    summaries.baseline = summariseProfile(file, ROOT, 25, { fromSeconds: loadStart, toSeconds: loadEnd });
-    say(`\nbaseline: ${fmt(result.requestsPerSecond)} req/s, p99 ${fmt(result.latencyP99Ms, 1)} ms; server CPU ${fmt(usage.serverCpuPercent)}% (kernel ${fmt(usage.serverKernelPercent)}%; ${fmt(cpuMicrosPerRequest(usage.serverCpuPercent, result.requestsPerSecond))} µs per request), CPU pressure ${fmt(usage.cpuPressurePercent)}%`);
-    say(formatProfileSummary(`baseline (${file})`, summaries.baseline));
-  }
-
-  const http = (server: Registry, connections: number) => ({
-    url: server.url,
-    connections,
-    durationSeconds: config.durationSeconds,
-    warmupSeconds: config.warmupSeconds,
-  });
-  // Each phase prepares (signs, gets a token) outside the profiled window, then returns its load.
-  const phases: { name: string; lead?: number; prepare: (server: Registry) => Promise<() => Promise<{ text: string; perSecond: number }>> }[] = [
-    {
-      name: "rest-resolve",
-      prepare: async (server) => async () => {
-        const r = await resolveLoad(http(server, config.restConnections), seeded.restPaths);
-        return { text: `${fmt(r.requestsPerSecond)} req/s, p99 ${fmt(r.latencyP99Ms, 1)} ms, failures ${r.failures}`, perSecond: r.requestsPerSecond };
-      },
-    },
-    {
-      name: "grpc-resolve",
-      lead: 1.5, // the load process loads its TypeScript before it connects
-      prepare: async (server) => async () => {
-        const r = await grpcLoad(server, seeded.dids);
-        return { text: `${fmt(r.requestsPerSecond)} req/s, p99 ${fmt(r.latencyP99Ms, 1)} ms, client CPU ${fmt(r.generatorCpuPercent)}%`, perSecond: r.requestsPerSecond };
-      },
-    },
-    {
-      name: "create",
-      prepare: async (server) => {
-        const { pool, more } = signPool(seeded.publisher, `p-${Date.now().toString(36)}`, config.createPool);
-        const token = await issueAccessToken(server, seeded.rootToken);
-        return async () => {
-          const r = await createLoad(http(server, config.createConnections), token, pool, more);
-          return { text: `${fmt(r.requestsPerSecond)} creates/s, p99 ${fmt(r.latencyP99Ms, 1)} ms, non-201 ${r.non201Total}`, perSecond: r.requestsPerSecond };
-        };
-      },
-    },
-  ];
-  for (const phase of phases) {
-    const spawned = performance.now();
-    const server = await startRegistry(databaseUrl, phase.name);
-    const load = await phase.prepare(server);
+    const server = await start(target, name);
+    const sampler = new ServerSampler(server.child.pid, database!.name);
+    const { text, perSecond, usage, fromSeconds } = await load(server, sampler);
     // The profile starts with the process; keep only the samples of the measured load.
-    const loadStart = (performance.now() - spawned) / 1000 + config.warmupSeconds + (phase.lead ?? 0) + 0.3;
-    const usage = await new ServerSampler(server.child.pid, database!.name).window(load);
+    const loadStart = fromSeconds - spawned / 1000 + 0.3;
     const loadEnd = (performance.now() - spawned) / 1000 - 0.3;
     const exit = await server.child.stop(20_000);
-    if (exit !== 0) throw new Error(`profiled server exited with ${exit}; no profile written`);
-    const file = join(PROFILES, `${phase.name}.cpuprofile`);
-    const summary = summariseProfile(file, ROOT, 25, { fromSeconds: loadStart, toSeconds: loadEnd });
-    summaries[phase.name] = summary;
-    say(`\n${phase.name}: ${usage.result.text}; server CPU ${fmt(usage.usage.serverCpuPercent)}% (kernel ${fmt(usage.usage.serverKernelPercent)}%; about ${fmt(cpuMicrosPerRequest(usage.usage.serverCpuPercent, usage.result.perSecond))} µs per request), postgres CPU ${fmt(usage.usage.postgresCpuPercent)}%, CPU pressure ${fmt(usage.usage.cpuPressurePercent)}%, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
-    say(formatProfileSummary(`${phase.name} (${file})`, summary));
+    if (exit !== 0) throw new Error(`profiled ${name} exited with ${exit}; no profile written`);
+    const file = mainThreadProfile(name);
+    summaries[name] = summariseProfile(file, ROOT, 25, { fromSeconds: loadStart, toSeconds: loadEnd });
+    say(`\n${name}: ${text}; server CPU ${fmt(usage.serverCpuPercent)}% (kernel ${fmt(usage.serverKernelPercent)}%; ${fmt(cpuMicrosPerRequest(usage.serverCpuPercent, perSecond))} µs per request), postgres CPU ${fmt(usage.postgresCpuPercent)}%, CPU pressure ${fmt(usage.cpuPressurePercent)}%, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+    say(formatProfileSummary(`${name} (${file})`, summaries[name]!));
+  };
+
+  for (const prepared of rows) {
+    await profiled(prepared.row.key, prepared.row.target, async (server, sampler) => {
+      await checkedAnswer(server.url, prepared.row, did);
+      const request = prepared.request(server.url);
+      await warmUp(request, config.warmupSeconds, logH2load);
+      const fromSeconds = performance.now() / 1000;
+      const { result, usage } = await sampler.window(() => measureH2load(request, config.durationSeconds, prepared.bodyBytes, relative(ROOT, H2LOAD_LOG), logH2load));
+      return { text: `${fmt(result.requestsPerSecond)} req/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not OK ${result.notOk + result.shortBodies}`, perSecond: result.requestsPerSecond, usage, fromSeconds };
+    });
+  }
+  for (const key of selection.creates) {
+    await profiled(key, "registry", async (server, sampler) => {
+      const token = await issueAccessToken(server, seeded.rootToken);
+      const { result, usage, measuredFrom } = await runCreate(key, server, sampler, seeded.publisher, token, `p-${Date.now().toString(36)}`);
+      return { text: `${fmt(result.requestsPerSecond)} creates/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not created ${result.notCreatedTotal}`, perSecond: result.requestsPerSecond, usage, fromSeconds: measuredFrom / 1000 };
+    });
   }
   return summaries;
 }
@@ -481,10 +505,10 @@ async function profile(
 
 /** Which code was measured: the commit, and any uncommitted changes to what the server runs. */
 function codeState(): { commit: string; uncommitted: string[] } {
-  const git = (...args: string[]) => {
+  const git = (...gitArgs: string[]) => {
     try {
       // trimEnd: porcelain lines start with a space (" M file") that must stay.
-      return execFileSync("git", args, { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trimEnd();
+      return execFileSync("git", gitArgs, { cwd: ROOT, encoding: "utf8", stdio: ["ignore", "pipe", "ignore"] }).trimEnd();
     } catch {
       return "";
     }
@@ -497,76 +521,120 @@ function codeState(): { commit: string; uncommitted: string[] } {
 }
 
 async function main(): Promise<void> {
-  mkdirSync(RESULTS, { recursive: true });
+  mkdirSync(REQUESTS, { recursive: true });
   writeFileSync(LOG, "");
+  const h2load = selection.rows.size > 0 ? ensureH2load(say) : "h2load not used";
   // Measure what `npm start` runs: the compiled build, brought up to date first.
   execFileSync("npm", ["run", "-s", "build"], { cwd: ROOT, stdio: "inherit" });
   const started = Date.now();
-  const machine = {
+  const machine: MachineInfo = {
     cpus: os.cpus().length,
     cpuModel: os.cpus()[0]?.model ?? "unknown",
     memoryGb: round(os.totalmem() / 1024 ** 3, 1),
     node: process.version,
     postgres: await serverVersion(adminUrl),
+    h2load,
     loadAverageAtStart: os.loadavg().map((l) => round(l, 2)),
     code: codeState(),
     entryCacheSize: process.env.ENTRY_CACHE_SIZE ?? "default",
   };
-  say(`registry benchmark: ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}; load average ${machine.loadAverageAtStart.join(" ")}`);
+  say(`registry benchmark: ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}, ${h2load}; load average ${machine.loadAverageAtStart.join(" ")}`);
   say(`  code: ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` with uncommitted changes to ${machine.code.uncommitted.join(", ")}`}; ENTRY_CACHE_SIZE ${machine.entryCacheSize}`);
-  say(`  ${config.runs} run(s) of ${config.durationSeconds} s (+${config.warmupSeconds} s warmup) each; REST ${config.restConnections} connections, gRPC ${config.grpcConcurrency} in flight, creates ${config.createConnections} connections; child logs in ${LOG}`);
+  say(`  ${config.runs} run(s) of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up) each; HTTP/1.1 ${config.concurrency.h1Connections} connections, h2c ${config.concurrency.h2Connections} connections x ${config.concurrency.h2Streams} streams, creates ${config.createConnections} in flight; child logs in ${LOG}`);
 
-  if (only !== "discovery") await resolveAndCreatePhases(machine, started);
-  if (only !== "resolve" && args.profile !== true) await discoveryPhase(machine);
+  if (selection.rows.size > 0 || selection.creates.size > 0) await protocolPhases(machine, started);
+  if (selection.discovery && args.profile !== true) await discoveryPhase(machine);
 }
 
-/** Resolve throughput against the floor, gRPC resolves, creates and memory (docs/performance.md). */
-async function resolveAndCreatePhases(machine: MachineInfo, started: number): Promise<void> {
+/** Resolves on every protocol against the floors, creates over REST and gRPC, memory. */
+async function protocolPhases(machine: MachineInfo, started: number): Promise<void> {
   database = await createBenchDatabase(adminUrl);
   say(`  database ${database.name}`);
   const registry = await startRegistry(database.url);
   say(`  registry pid ${registry.child.pid} at ${registry.url}`);
   const seeded = await seed(registry, database.url);
-  say(`  seeded ${seeded.entries} entries; resolve mix: ${seeded.restPaths.length} paths, half latest, half @version`);
+  const did = `${baseDid(config.resolveName)}@${config.resolveVersion}`;
+  say(`  seeded ${seeded.entries} entries; every resolve asks for ${did}`);
 
-  const sample = await fetch(registry.url + seeded.restPaths.find((p) => p.includes("%40"))!);
-  const body = Buffer.from(await sample.arrayBuffer());
-  if (sample.status !== 200) throw new Error(`resolve failed: ${sample.status} ${body.toString()}`);
-  const bodyFile = join(RESULTS, "baseline-body.json");
-  writeFileSync(bodyFile, body);
-  const baseline = await startBaseline(bodyFile);
-  say(`  baseline node:http pid ${baseline.child.pid} at ${baseline.url}, answering the ${body.length}-byte resolve body`);
+  // One checked answer per protocol before any load; the floors answer the REST and gRPC bodies.
+  const allRows = protocolRows(did, config.concurrency);
+  const rowOf = (key: ResolveRowKey) => allRows.find((row) => row.key === key)!;
+  const answers = new Map<ResolveRowKey, Buffer>();
+  for (const row of allRows.filter((r) => r.target === "registry" && (selection.rows.has(r.key) || r.key === "rest" || r.key === "grpc"))) {
+    answers.set(row.key, (await checkedAnswer(registry.url, row, did)).body);
+  }
+  const floorBodies = new Map<Target, string>([
+    ["http-floor", join(RESULTS, "floor-http-body.json")],
+    ["http2-floor", join(RESULTS, "floor-http2-body.bin")],
+  ]);
+  writeFileSync(floorBodies.get("http-floor")!, answers.get("rest")!);
+  writeFileSync(floorBodies.get("http2-floor")!, answers.get("grpc")!);
+  answers.set("floor-http", answers.get("rest")!);
+  answers.set("floor-http2", answers.get("grpc")!);
+  const rows = RESOLVE_ROW_KEYS.filter((key) => selection.rows.has(key)).map((key) => prepareRow(rowOf(key), answers.get(key)!.length));
+  say(`  checked one answer per protocol: ${rows.map((p) => `${p.row.key} ${p.bodyBytes} B`).join(", ")}`);
 
   if (args.profile === true) {
-    await baseline.child.stop();
-    const summaries = await profile(database.url, registry, seeded, bodyFile);
+    await registry.child.stop();
+    const summaries = await profile(database.url, rows, floorBodies, seeded, did);
     writeFileSync(join(RESULTS, "profile-latest.json"), JSON.stringify({ date: new Date().toISOString(), machine, config, summaries }, null, 2));
     say(`\nwrote ${join(RESULTS, "profile-latest.json")} and the .cpuprofile files in ${PROFILES} (open them in Chrome DevTools)`);
     return;
   }
 
+  const servers = new Map<Target, Server>([["registry", registry]]);
+  for (const target of ["http-floor", "http2-floor"] as const) {
+    const prepared = rows.find((p) => p.row.target === target);
+    if (prepared === undefined) continue;
+    const floor = await startFloor(target, floorBodies.get(target)!);
+    await checkedAnswer(floor.url, prepared.row, did);
+    servers.set(target, floor);
+    say(`  ${target} pid ${floor.child.pid} at ${floor.url}`);
+  }
+
   say("");
-  const figures = await measure(registry, seeded, baseline.url, baseline.child);
+  const figures = await measure(servers, rows, seeded, did);
+  const date = new Date().toISOString();
   const report = {
-    date: new Date().toISOString(),
+    date,
     machine: { ...machine, loadAverageAtEnd: os.loadavg().map((l) => round(l, 2)) },
     config,
     targets: TARGETS,
-    resolveBodyBytes: body.length,
+    resolvedDid: did,
     seededEntries: seeded.entries,
     figures,
     elapsedSeconds: round((Date.now() - started) / 1000),
   };
   writeFileSync(join(RESULTS, "latest.json"), JSON.stringify(report, null, 2));
   say("");
-  say(renderTable(figures, TARGETS));
+  say(renderTable(figures));
+  const markdown = renderMarkdown(figures, date, machine, config);
   say("\nMarkdown for docs/performance.md:\n");
-  say(renderMarkdown(figures, TARGETS, report.date, machine));
-  say(`\nwrote ${join(RESULTS, "latest.json")} (${report.elapsedSeconds} s)`);
+  say(markdown);
+  const fullRun = selection.complete && !quick && config.runs >= 3 && args["with-rate-limit"] !== true;
+  if (fullRun) {
+    writeDocsSection(markdown);
+    say(`\nwrote the table into ${relative(ROOT, DOCS)}`);
+  } else {
+    say(`\n(not written to ${relative(ROOT, DOCS)}: only a full run of every row and both creates, 3 runs or more, without --quick or a rate limit, is)`);
+  }
+  say(`wrote ${join(RESULTS, "latest.json")} (${report.elapsedSeconds} s)`);
+}
+
+const DOCS_START = "<!-- bench:protocols:start (written by npm run bench) -->";
+const DOCS_END = "<!-- bench:protocols:end -->";
+
+/** Replaces the generated part of the "Every protocol under one generator" section. */
+function writeDocsSection(markdown: string): void {
+  const text = readFileSync(DOCS, "utf8");
+  const from = text.indexOf(DOCS_START);
+  const to = text.indexOf(DOCS_END);
+  if (from < 0 || to < from) throw new Error(`${DOCS} has no ${DOCS_START} ... ${DOCS_END} block to write into`);
+  writeFileSync(DOCS, `${text.slice(0, from + DOCS_START.length)}\n\n${markdown}\n\n${text.slice(to)}`);
 }
 
 /** Discovery latency at a million entries (bench/discovery-bench.ts). */
-async function discoveryPhase(machine: Record<string, unknown>): Promise<void> {
+async function discoveryPhase(machine: MachineInfo): Promise<void> {
   say("");
   const figures = await runDiscoveryBench({ adminUrl, ...DISCOVERY, logFile: LOG, say });
   writeFileSync(join(RESULTS, "discovery-latest.json"), JSON.stringify({ date: new Date().toISOString(), machine, config: DISCOVERY, figures }, null, 2));
