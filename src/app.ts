@@ -5,7 +5,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
 import { createKnexAuthRepository } from "./auth/auth-repository.js";
 import { createTokenIssuer } from "./auth/token-issuer.js";
-import type { RegistryConfig } from "./config.js";
+import { ConfigError, type RegistryConfig } from "./config.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./domain/page-cursor.js";
@@ -24,7 +24,7 @@ import { createRequestPipeline } from "./edge/request-pipeline.js";
 import { createRestTranscoder, servedService, type RestService } from "./edge/rest-transcoder.js";
 import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
 import { describeError, type Logger } from "./logger.js";
-import { migrateToLatest, openDatabase, type Database } from "./storage/database.js";
+import { migrateToLatest, openDatabase, pendingMigrations, type Database } from "./storage/database.js";
 import { createLocalChangeFeed, createPostgresChangeFeed } from "./storage/change-feed.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
@@ -57,7 +57,11 @@ export interface StartOptions {
 export async function startRegistry(config: RegistryConfig, options: StartOptions): Promise<RunningRegistry> {
   const { logger } = options;
   const database = options.database ?? (await openDatabase({ ...config, poolMax: config.databasePoolMax }));
-  await migrateToLatest(database);
+  await prepareSchema(config, database).catch(async (error: unknown) => {
+    // An open pool would keep the process alive after it reported the error.
+    if (options.database === undefined) await database.close();
+    throw error;
+  });
   const shutdown = new AbortController();
   // Connect links every call in flight to this signal: one listener each, legitimately many.
   setMaxListeners(0, shutdown.signal);
@@ -74,7 +78,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     ...(limiter === undefined ? [] : [createRateLimitInterceptor({ limiter, methods: RATE_LIMITED_METHODS })]),
     createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error))),
   ];
-  const isReady = () => database.ping().then(() => true);
+  const isReady = () => database.ping(config.readinessTimeoutMs).then(() => true);
   const health = createHealthService(isReady, { services: services.map(({ service }) => service.typeName) });
 
   const rpcServices = [...services.map(({ service }) => service), Health, ...reflectionServiceDescriptors];
@@ -138,6 +142,23 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   };
 }
 
+/**
+ * Applies migrations, or with MIGRATE_ON_START=false (deployments that forbid schema changes at
+ * start) only checks that someone ran `registry migrate` first.
+ */
+async function prepareSchema(config: RegistryConfig, database: Database): Promise<void> {
+  if (config.migrateOnStart) {
+    await migrateToLatest(database);
+    return;
+  }
+  const pending = await pendingMigrations(database);
+  if (pending.length > 0) {
+    throw new ConfigError(
+      `the database schema is behind this build (${pending.length} migration${pending.length === 1 ? "" : "s"} not applied: ${pending.join(", ")}) and MIGRATE_ON_START is false; run \`registry migrate\` with the same DATABASE_URL first`,
+    );
+  }
+}
+
 /** The reads limited per client address (CONTRACT 9); writes need a token instead. */
 const RATE_LIMITED_METHODS = [
   RegistryService.method.resolveEntry,
@@ -179,6 +200,8 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
     database.url !== undefined
       ? await createPostgresChangeFeed({
           databaseUrl: database.url,
+          connectTimeoutMs: config.databaseConnectTimeoutMs,
+          heartbeatMs: config.entryCacheHeartbeatMs,
           onError: (error) => logger.error("entry change feed lost; caching paused", describeError(error)),
         })
       : createLocalChangeFeed();

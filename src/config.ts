@@ -14,6 +14,22 @@ export interface RegistryConfig {
   readonly dataDir: string;
   readonly databasePoolMax: number;
   readonly statementTimeoutMs: number;
+  /** Longest wait to open a Postgres connection. */
+  readonly databaseConnectTimeoutMs: number;
+  /** Longest wait for a pooled Postgres connection, opening one included. */
+  readonly databaseAcquireTimeoutMs: number;
+  /**
+   * Longest wait for Postgres to answer a query; when it passes, the connection is closed and the
+   * call answers unavailable. Longer than every statement timeout, so that a slow statement is
+   * cancelled by the server and only an unreachable server trips it.
+   */
+  readonly databaseQueryTimeoutMs: number;
+  /** Longest /readyz (and gRPC health) waits for the database to answer before saying it is not ready. */
+  readonly readinessTimeoutMs: number;
+  /** How often the entry cache's LISTEN connection is checked, and how long a check may take. */
+  readonly entryCacheHeartbeatMs: number;
+  /** Apply migrations at start; when false, refuse to start on a schema that is behind. */
+  readonly migrateOnStart: boolean;
   readonly entryTypes: readonly string[];
   /** This server's public base URL. */
   readonly publicUrl: string;
@@ -63,6 +79,9 @@ type Env = Readonly<Record<string, string | undefined>>;
 export function loadConfig(env: Env = process.env, overrides: Partial<RegistryConfig> = {}): RegistryConfig {
   const host = env.HOST ?? "127.0.0.1";
   const port = integer(env, "PORT", 8080, 0, 65535);
+  const statementTimeoutMs = integer(env, "STATEMENT_TIMEOUT_MS", 5000, 1, 600_000);
+  const discoveryTimeoutMs = integer(env, "DISCOVERY_TIMEOUT_MS", 3_000, 1, 600_000);
+  const longestStatementMs = Math.max(statementTimeoutMs, discoveryTimeoutMs);
   const publicUrl = trimSlash(env.PUBLIC_URL ?? `http://${host.includes(":") ? `[${host}]` : host}:${port}`);
   const config: RegistryConfig = {
     host,
@@ -71,7 +90,13 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     databaseUrl: env.DATABASE_URL ?? "",
     dataDir: env.REGISTRY_DATA_DIR ?? "./.registry",
     databasePoolMax: integer(env, "DATABASE_POOL_MAX", 16, 1, 1000),
-    statementTimeoutMs: integer(env, "STATEMENT_TIMEOUT_MS", 5000, 1, 600_000),
+    statementTimeoutMs,
+    databaseConnectTimeoutMs: integer(env, "DATABASE_CONNECT_TIMEOUT_MS", 2_000, 1, 600_000),
+    databaseAcquireTimeoutMs: integer(env, "DATABASE_ACQUIRE_TIMEOUT_MS", 3_000, 1, 600_000),
+    databaseQueryTimeoutMs: queryTimeout(env, longestStatementMs),
+    readinessTimeoutMs: integer(env, "READINESS_TIMEOUT_MS", 1_000, 1, 600_000),
+    entryCacheHeartbeatMs: integer(env, "ENTRY_CACHE_HEARTBEAT_MS", 2_000, 10, 600_000),
+    migrateOnStart: boolean(env, "MIGRATE_ON_START", true),
     entryTypes: list(env.REGISTRY_ENTRY_TYPES ?? "skill,agent", "REGISTRY_ENTRY_TYPES"),
     publicUrl,
     authUrl: trimSlash(env.AUTH_URL ?? publicUrl),
@@ -84,7 +109,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     corsOrigins: list(env.CORS_ORIGINS ?? "*", "CORS_ORIGINS"),
     cursorSecret: cursorSecret(env.REGISTRY_CURSOR_SECRET),
     cursorTtlSeconds: integer(env, "REGISTRY_CURSOR_TTL_SECONDS", 86_400, 1, 30 * 86_400),
-    discoveryTimeoutMs: integer(env, "DISCOVERY_TIMEOUT_MS", 3_000, 1, 600_000),
+    discoveryTimeoutMs,
     discoveryTotalLimit: integer(env, "DISCOVERY_TOTAL_LIMIT", 1_000, 0, 100_000_000),
     rateLimitRps: integer(env, "RATE_LIMIT_RPS", 100, 0, 1_000_000),
     rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 200, 1, 1_000_000),
@@ -113,6 +138,24 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not "${text}"`);
   }
   return value;
+}
+
+function queryTimeout(env: Env, longestStatementMs: number): number {
+  const value = integer(env, "DATABASE_QUERY_TIMEOUT_MS", longestStatementMs + 1_000, 1, 601_000);
+  if (value <= longestStatementMs) {
+    throw new ConfigError(
+      `DATABASE_QUERY_TIMEOUT_MS (${value}) must be longer than STATEMENT_TIMEOUT_MS and DISCOVERY_TIMEOUT_MS (${longestStatementMs}), so that slow statements are cancelled by the server`,
+    );
+  }
+  return value;
+}
+
+function boolean(env: Env, name: string, fallback: boolean): boolean {
+  const text = env[name];
+  if (text === undefined || text === "") return fallback;
+  if (text === "true" || text === "1") return true;
+  if (text === "false" || text === "0") return false;
+  throw new ConfigError(`${name} must be true or false, not "${text}"`);
 }
 
 function privateJwk(text: string | undefined): Record<string, string> | undefined {

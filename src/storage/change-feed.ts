@@ -1,4 +1,5 @@
 import pg from "pg";
+import { postgresClientSettings } from "./database.js";
 import type { ChangeFeed } from "./entry-cache.js";
 
 /** The channel every write notifies, with the changed entry DID (without version) as payload. */
@@ -17,34 +18,55 @@ export function createLocalChangeFeed(): ChangeFeed & { close(): Promise<void> }
 
 export interface PostgresChangeFeedOptions {
   readonly databaseUrl: string;
+  /** Longest wait to open the listening connection. */
+  readonly connectTimeoutMs?: number;
+  /**
+   * How often the listening connection is checked with a query, and how long that query may take
+   * before the connection is declared dead. A partition sends no error, so without this check a
+   * dead connection would look live, and the cache would serve what it holds for its whole TTL.
+   */
+  readonly heartbeatMs?: number;
   /** Longest wait between reconnection attempts. */
   readonly maxBackoffMs?: number;
   readonly onError?: (error: unknown) => void;
 }
 
+class ChangeFeedHeartbeatError extends Error {}
+
 /**
  * Changes committed by any process on a Postgres database, through LISTEN on one dedicated
  * connection. NOTIFY is transactional, so a change arrives only once it is visible. While the
  * connection is down the feed is not live (callers stop caching), and every reconnection is a
- * reset, since notifications sent meanwhile are lost.
+ * reset, since notifications sent meanwhile are lost. A connection that stops answering the
+ * heartbeat counts as down.
  */
 export async function createPostgresChangeFeed(
   options: PostgresChangeFeedOptions,
 ): Promise<ChangeFeed & { close(): Promise<void> }> {
   const listeners: Listener[] = [];
   const maxBackoffMs = options.maxBackoffMs ?? 5_000;
+  const heartbeatMs = options.heartbeatMs ?? 2_000;
+  /** The connection being opened or listening; events from any other are stale. */
   let client: pg.Client | undefined;
   let live = false;
   let closed = false;
   let backoffMs = 100;
   let retry: NodeJS.Timeout | undefined;
+  let heartbeat: NodeJS.Timeout | undefined;
 
   const reset = () => {
     for (const listener of listeners) listener.onReset();
   };
 
   async function connect(): Promise<void> {
-    const next = new pg.Client({ connectionString: options.databaseUrl, application_name: "registry-changes" });
+    const next = new pg.Client({
+      ...postgresClientSettings(options.databaseUrl, {
+        connectTimeoutMs: options.connectTimeoutMs,
+        applicationName: "registry-changes",
+      }),
+      query_timeout: heartbeatMs,
+    });
+    client = next;
     next.on("notification", (message) => {
       if (message.channel !== ENTRY_CHANGES_CHANNEL || message.payload === undefined) return;
       for (const listener of listeners) listener.onChange(message.payload);
@@ -58,19 +80,40 @@ export async function createPostgresChangeFeed(
       lost(next, error);
       return;
     }
-    client = next;
+    if (client !== next) return;
     backoffMs = 100;
     reset();
     live = true;
+    heartbeat = setInterval(checkEvery(next), heartbeatMs);
+    heartbeat.unref();
+  }
+
+  /** A heartbeat for one connection: a query it must answer within the client's query_timeout. */
+  function checkEvery(which: pg.Client): () => void {
+    let checking = false;
+    return () => {
+      // A check still waiting fails by its own timeout; a second one would prove nothing more.
+      if (checking) return;
+      checking = true;
+      which
+        .query("select 1")
+        .catch((error: unknown) => {
+          lost(which, new ChangeFeedHeartbeatError(`the change feed's connection did not answer within ${heartbeatMs} ms`, { cause: error }));
+        })
+        .finally(() => (checking = false));
+    };
   }
 
   function lost(which: pg.Client, error: unknown): void {
-    if (client !== undefined && client !== which) return;
+    if (client !== which) return;
     client = undefined;
+    clearInterval(heartbeat);
+    heartbeat = undefined;
     live = false;
     reset();
+    // With a query in flight (a heartbeat that timed out), end() destroys the socket.
     which.end().catch(() => {});
-    if (closed || retry !== undefined) return;
+    if (closed) return;
     options.onError?.(error);
     retry = setTimeout(() => {
       retry = undefined;
@@ -91,7 +134,8 @@ export async function createPostgresChangeFeed(
     async close() {
       closed = true;
       live = false;
-      if (retry !== undefined) clearTimeout(retry);
+      clearTimeout(retry);
+      clearInterval(heartbeat);
       const current = client;
       client = undefined;
       await current?.end().catch(() => {});

@@ -1,6 +1,7 @@
 import { mkdir, open, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import knexFactory, { type Knex } from "knex";
+import type pg from "pg";
 import { migrationSource } from "./migrations/index.js";
 
 export interface DatabaseOptions {
@@ -12,6 +13,36 @@ export interface DatabaseOptions {
   readonly poolMax?: number;
   /** Every statement is cancelled after this long, so no query can hold a connection forever. */
   readonly statementTimeoutMs?: number;
+  /** Longest wait to open a Postgres connection (TCP, TLS and startup), as the pool or a listener. */
+  readonly databaseConnectTimeoutMs?: number;
+  /** Longest wait for a pooled connection, including opening one. */
+  readonly databaseAcquireTimeoutMs?: number;
+  /**
+   * Longest wait for the answer to a query sent to Postgres. It backs up the server's
+   * statement_timeout for the case the server cannot even send the cancellation (a partition),
+   * so it should exceed every statement timeout in use.
+   */
+  readonly databaseQueryTimeoutMs?: number;
+}
+
+/** Defaults that bound a request to an unreachable Postgres to a few seconds. */
+export const DATABASE_TIMEOUT_DEFAULTS = { connectMs: 2_000, acquireMs: 3_000, queryMs: 6_000 } as const;
+
+/**
+ * Idle time before TCP keepalive probes start on a Postgres connection. Without it a connection
+ * whose peer vanished (a partition, a failed-over host) looks open until the first write times out.
+ */
+const KEEPALIVE_INITIAL_DELAY_MS = 10_000;
+
+/** How a `pg` client reaches Postgres: shared by the pool and the change feed's listener. */
+export function postgresClientSettings(databaseUrl: string, options: { connectTimeoutMs?: number; applicationName: string }) {
+  return {
+    connectionString: databaseUrl,
+    application_name: options.applicationName,
+    connectionTimeoutMillis: options.connectTimeoutMs ?? DATABASE_TIMEOUT_DEFAULTS.connectMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_INITIAL_DELAY_MS,
+  };
 }
 
 /** An open database: Postgres through `pg`, or PGlite in-process through the same `pg` client. */
@@ -20,23 +51,29 @@ export interface Database {
   readonly kind: "postgres" | "pglite";
   /** The postgres:// URL it was opened with; undefined for PGlite. */
   readonly url: string | undefined;
-  /** Resolves when a trivial query succeeds; rejects otherwise. */
-  ping(): Promise<void>;
+  /** Resolves when a trivial query succeeds within `timeoutMs`; rejects otherwise. */
+  ping(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
 }
 
 export async function openDatabase(options: DatabaseOptions): Promise<Database> {
   const statementTimeout = options.statementTimeoutMs ?? 5_000;
   if (options.databaseUrl !== undefined && options.databaseUrl !== "") {
+    const closeOnReadTimeout = readTimeoutCloser();
     const knex = knexFactory({
       client: "pg",
       connection: {
-        connectionString: options.databaseUrl,
+        ...postgresClientSettings(options.databaseUrl, {
+          connectTimeoutMs: options.databaseConnectTimeoutMs,
+          applicationName: "registry",
+        }),
         statement_timeout: statementTimeout,
-        application_name: "registry",
+        query_timeout: options.databaseQueryTimeoutMs ?? DATABASE_TIMEOUT_DEFAULTS.queryMs,
       },
-      pool: { min: 0, max: options.poolMax ?? 16 },
+      acquireConnectionTimeout: options.databaseAcquireTimeoutMs ?? DATABASE_TIMEOUT_DEFAULTS.acquireMs,
+      pool: { min: 0, max: options.poolMax ?? 16, validate: isIdle, afterCreate: closeOnReadTimeout.track },
     });
+    knex.on("query-error", closeOnReadTimeout.onQueryError);
     return wrap(knex, "postgres", options.databaseUrl, async () => knex.destroy());
   }
   return openPglite(options.dataDir, statementTimeout);
@@ -113,15 +150,93 @@ function wrap(knex: Knex, kind: Database["kind"], url: string | undefined, close
     knex,
     kind,
     url,
-    async ping() {
-      await knex.raw("select 1");
+    async ping(timeoutMs = DATABASE_TIMEOUT_DEFAULTS.acquireMs + DATABASE_TIMEOUT_DEFAULTS.queryMs) {
+      await withTimeout(knex.raw("select 1"), timeoutMs, "the database did not answer a ping in time");
     },
     close,
   };
 }
 
-/** Brings the schema up to date. Safe to run from several processes at once (knex takes a lock). */
+/**
+ * A query whose answer timed out is still running as far as `pg` knows, and its connection would
+ * answer the next query only after the lost answer arrives. The pool hands out only connections
+ * ready for a query, and closes the others.
+ */
+function isIdle(connection: { readyForQuery?: boolean }): boolean {
+  return connection.readyForQuery === true;
+}
+
+type PooledClient = pg.Client & { __knexUid?: string };
+
+/**
+ * Closes a connection as soon as one of its queries times out waiting for an answer. Inside a
+ * transaction knex would otherwise send ROLLBACK on it, which waits behind the lost answer for a
+ * second full timeout; closed, the ROLLBACK fails at once and the request gets its answer within
+ * one query timeout. The pool learns that a connection is gone from its "end" event.
+ */
+function readTimeoutCloser() {
+  const clients = new Map<string, PooledClient>();
+  return {
+    track(client: PooledClient, done: (error: Error | null, client: PooledClient) => void): void {
+      const uid = client.__knexUid;
+      if (uid !== undefined) {
+        clients.set(uid, client);
+        client.once("end", () => clients.delete(uid));
+      }
+      done(null, client);
+    },
+    onQueryError(error: unknown, query: { __knexUid?: string }): void {
+      if (!(error instanceof Error) || !error.message.endsWith(PG_READ_TIMEOUT_MESSAGE)) return;
+      const client = query.__knexUid === undefined ? undefined : clients.get(query.__knexUid);
+      // With a query still in flight, end() destroys the socket rather than waiting on it.
+      client?.end().catch(() => {});
+    },
+  };
+}
+
+/** The message of the error `pg` raises when `query_timeout` expires (knex prefixes the SQL). */
+const PG_READ_TIMEOUT_MESSAGE = "Query read timeout";
+
+/** `work`, or a rejection after `timeoutMs`; a late outcome of `work` is ignored. */
+async function withTimeout<T>(work: PromiseLike<T>, timeoutMs: number, message: string): Promise<T> {
+  const pending = Promise.resolve(work);
+  pending.catch(() => {});
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(message)), timeoutMs);
+  });
+  try {
+    return await Promise.race([pending, expired]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Brings the schema up to date. Safe to run from several processes at once (knex takes a lock).
+ * Migrations applied by a newer build are not an error: during a rolling upgrade, or a rollback,
+ * this build still starts on the schema the newer one left (migrations are written to allow it).
+ */
 export async function migrateToLatest(database: Database): Promise<string[]> {
-  const [, applied] = (await database.knex.migrate.latest({ migrationSource })) as [number, string[]];
+  const [, applied] = (await database.knex.migrate.latest({ migrationSource, disableMigrationsListValidation: true })) as [
+    number,
+    string[],
+  ];
   return applied;
+}
+
+/** knex's record of applied migrations. */
+const MIGRATIONS_TABLE = "knex_migrations";
+
+/**
+ * The migrations this build has that the database has not applied, oldest first. It only reads:
+ * unlike knex's migrate.list it creates no bookkeeping table, so it suits a database user that
+ * may not change the schema.
+ */
+export async function pendingMigrations(database: Database): Promise<string[]> {
+  const known = (await migrationSource.getMigrations([])).map((migration) => migrationSource.getMigrationName(migration));
+  if (!(await database.knex.schema.hasTable(MIGRATIONS_TABLE))) return known;
+  const rows = await database.knex(MIGRATIONS_TABLE).select<Array<{ name: string }>>("name");
+  const applied = new Set(rows.map((row) => row.name));
+  return known.filter((name) => !applied.has(name));
 }
