@@ -4,10 +4,11 @@
  * Errors name the condition: `conditions[2].op`. Pure: no I/O.
  */
 import type { Column, Expr, Literal, LiteralValue, Predicate, Query } from "../domain/query-language/ast.js";
+import { numberProblem, PROTO_KEY, textProblem } from "../domain/json-input.js";
 import {
   ALLOWED_OPERATORS,
   containsLiteralProblem,
-  DATA_KEY_PATTERN,
+  dataKeyProblem,
   literalProblem,
   type ColumnKind,
   COLUMN_KINDS,
@@ -59,7 +60,9 @@ export function structuredQuery(request: StructuredRequest): Query {
     violations.throwIfAny();
   }
   const predicates: Predicate[] = [];
-  if (request.entryType !== "") predicates.push(comparison(column("entry_type"), "=", request.entryType));
+  const entryTypeProblem = textProblem(request.entryType);
+  if (entryTypeProblem !== undefined) violations.add("entryType", entryTypeProblem);
+  else if (request.entryType !== "") predicates.push(comparison(column("entry_type"), "=", request.entryType));
   request.conditions.forEach((condition, index) => {
     const predicate = conditionPredicate(condition, `conditions[${index}]`, violations);
     if (predicate !== undefined) predicates.push(predicate);
@@ -73,11 +76,10 @@ export function structuredQuery(request: StructuredRequest): Query {
 function conditionPredicate(condition: StructuredCondition, path: string, violations: ViolationList): Predicate | undefined {
   const target = conditionColumn(condition.field);
   const op = condition.op.toUpperCase();
-  if (target === undefined) {
-    violations.add(`${path}.field`, `unknown field "${condition.field}"; one of ${Object.keys(CONDITION_FIELDS).join(", ")} or data.<key>[.<key>...]`);
-  }
-  if (!OPERATORS.includes(op)) violations.add(`${path}.op`, `unknown operator "${condition.op}"; one of ${OPERATORS.join(" ")}`);
-  if (target === undefined || !OPERATORS.includes(op)) return undefined;
+  if ("problem" in target) violations.add(`${path}.field`, target.problem);
+  // Echoed as JSON strings: escaped, a sent value cannot put unpaired surrogates into the message.
+  if (!OPERATORS.includes(op)) violations.add(`${path}.op`, `unknown operator ${JSON.stringify(condition.op)}; one of ${OPERATORS.join(" ")}`);
+  if ("problem" in target || !OPERATORS.includes(op)) return undefined;
   const { column: col, kind } = target;
   if (!ALLOWED_OPERATORS[kind].includes(op as QueryOperator)) {
     violations.add(`${path}.op`, `${op} does not apply to ${condition.field}; use one of ${ALLOWED_OPERATORS[kind].filter((o) => OPERATORS.includes(o)).join(" ")}`);
@@ -89,7 +91,9 @@ function conditionPredicate(condition: StructuredCondition, path: string, violat
     const literal = scalarFor(kind, value);
     const problem =
       literal === undefined
-        ? "must be a string, number or boolean"
+        ? typeof value === "number"
+          ? numberProblem(value)
+          : "must be a string, number or boolean"
         : op === "CONTAINS"
           ? containsLiteralProblem(kind, literal)
           : literalProblem(kind, literal);
@@ -108,14 +112,16 @@ function conditionPredicate(condition: StructuredCondition, path: string, violat
   return comparison(col, op as "=" | "!=" | "<" | "<=" | ">" | ">=", literals[0]!);
 }
 
-function conditionColumn(field: string): { column: Column; kind: ColumnKind } | undefined {
+function conditionColumn(field: string): { column: Column; kind: ColumnKind } | { problem: string } {
+  const unknown = { problem: `unknown field ${JSON.stringify(field)}; one of ${Object.keys(CONDITION_FIELDS).join(", ")} or data.<key>[.<key>...]` };
   if (field.startsWith("data.")) {
     const path = field.slice("data.".length).split(".");
-    if (!path.every((key) => DATA_KEY_PATTERN.test(key))) return undefined;
+    if (path.includes(PROTO_KEY)) return { problem: "must not use __proto__ as a data key: no entry can hold it" };
+    if (!path.every((key) => dataKeyProblem(key) === undefined)) return unknown;
     return { column: { kind: "data", path, position: SOMEWHERE }, kind: "json" };
   }
   const name = CONDITION_FIELDS[field];
-  if (name === undefined) return undefined;
+  if (name === undefined) return unknown;
   return { column: column(name), kind: COLUMN_KINDS[name]! };
 }
 

@@ -3,6 +3,7 @@ import { ed25519KeyFromDid } from "./did-key.js";
 import { parseEntryDid } from "./entry-did.js";
 import { parseSignature } from "./ed25519-signature.js";
 import { parseVersion } from "./semver-order.js";
+import { formatFieldPath, jsonValueProblems, textProblem } from "./json-input.js";
 
 /** An entry as a publisher sends it: every field may be missing or malformed. */
 export interface EntryInput {
@@ -58,6 +59,9 @@ export const ENTRY_LIMITS = {
   futureSkewMs: 5 * 60 * 1000,
 } as const;
 
+/** Enough to show a sender the pattern of what is wrong, without echoing a whole hostile object back. */
+const MAX_DATA_PROBLEMS = 8;
+
 const TAG = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const CONTENT_HASH = /^sha256:[0-9a-f]{64}$/;
 const BOND_AMOUNT = /^(0|[1-9][0-9]{0,29})(\.[0-9]{1,18})? [A-Z][A-Z0-9]{1,15}$/;
@@ -104,7 +108,9 @@ export function validateEntry(input: EntryInput, options: EntryRulesOptions): Va
   if ("error" in publishedAt) violations.add("publishedAt", publishedAt.error);
 
   const description = input.description ?? "";
-  if (codePoints(description) > ENTRY_LIMITS.descriptionChars) {
+  const descriptionProblem = textProblem(description);
+  if (descriptionProblem !== undefined) violations.add("description", descriptionProblem);
+  else if (codePoints(description) > ENTRY_LIMITS.descriptionChars) {
     violations.add("description", `must be at most ${ENTRY_LIMITS.descriptionChars} characters`);
   }
 
@@ -211,6 +217,10 @@ function checkData(data: Record<string, unknown>, violations: ViolationList): vo
   if (depthOf(data, ENTRY_LIMITS.dataDepth + 1) > ENTRY_LIMITS.dataDepth) {
     violations.add("data", `must be nested at most ${ENTRY_LIMITS.dataDepth} deep`);
   }
+  // Checked before the entry is canonicalised for its signature or stored: the canonical form has
+  // no Infinity or NaN, and Postgres jsonb refuses NUL and unpaired surrogates.
+  const problems = jsonValueProblems(data, { depth: ENTRY_LIMITS.dataDepth, problems: MAX_DATA_PROBLEMS });
+  for (const { path, problem } of problems) violations.add(formatFieldPath("data", path), problem);
 }
 
 /** Nesting depth of a JSON value, counted no further than `cap` so hostile input cannot recurse deeply. */

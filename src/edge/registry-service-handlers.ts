@@ -1,5 +1,5 @@
-import { create, toJson, type MessageInitShape } from "@bufbuild/protobuf";
-import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import type { Value } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Principal } from "../auth/principal.js";
 import type { EntryInput } from "../domain/entry-rules.js";
@@ -70,8 +70,28 @@ function conditionOf(condition: DiscoverCondition) {
   return {
     field: condition.field,
     op: condition.op,
-    value: condition.value === undefined ? undefined : (toJson(ValueSchema, condition.value) as JsonValue),
+    value: condition.value === undefined ? undefined : plainValue(condition.value),
   };
+}
+
+/**
+ * A google.protobuf.Value as a plain value, keeping NaN and Infinity (which a binary double can
+ * carry and JSON.parse makes of 1e400) for the condition rules to refuse by name; protobuf-es's
+ * toJson would throw on them instead. Nesting is bounded by the decoder.
+ */
+function plainValue(value: Value): JsonValue {
+  switch (value.kind.case) {
+    case "structValue":
+      return Object.fromEntries(Object.entries(value.kind.value.fields).map(([key, item]) => [key, plainValue(item)]));
+    case "listValue":
+      return value.kind.value.values.map(plainValue);
+    case "numberValue":
+    case "stringValue":
+    case "boolValue":
+      return value.kind.value;
+    default:
+      return null;
+  }
 }
 
 function entryInputOf(entry: Entry): EntryInput {

@@ -3,6 +3,7 @@ import { ed25519KeyFromDid } from "../domain/did-key.js";
 import { createSignatureVerifier, parseSignature } from "../domain/ed25519-signature.js";
 import { parseEntryDid, type EntryDid } from "../domain/entry-did.js";
 import { validateEntry, type EntryInput } from "../domain/entry-rules.js";
+import { textProblem } from "../domain/json-input.js";
 import { entrySigningPayload, revocationSigningPayload } from "../domain/signing-payload.js";
 import {
   InvalidArgumentError,
@@ -103,7 +104,9 @@ export function createEntryService(options: EntryServiceOptions) {
     const parsed = parseEntryDid(request.did);
     if ("error" in parsed) violations.add("did", parsed.error);
     const reasonChars = [...request.reason].length;
-    if (reasonChars === 0) violations.add("reason", "is required");
+    const reasonProblem = textProblem(request.reason);
+    if (reasonProblem !== undefined) violations.add("reason", reasonProblem);
+    else if (reasonChars === 0) violations.add("reason", "is required");
     else if (reasonChars > MAX_REASON_CHARS) {
       violations.add("reason", `must be at most ${MAX_REASON_CHARS} characters`);
     }

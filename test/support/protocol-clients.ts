@@ -136,7 +136,7 @@ const GRPC_CODE_NAMES: Record<number, string> = Object.fromEntries(
   Object.entries(Code).filter(([, v]) => typeof v === "number").map(([name, v]) => [v, snake(name)]),
 );
 
-function failure(error: unknown): CallResult {
+export function failure(error: unknown): CallResult {
   if (error instanceof ConnectError) {
     const fields = error.findDetails(BadRequestSchema).flatMap((d: any) => d.fieldViolations.map((v: any) => v.field));
     return { code: GRPC_CODE_NAMES[error.code] ?? "unknown", body: undefined, message: error.rawMessage, fields };

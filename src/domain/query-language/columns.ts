@@ -1,3 +1,4 @@
+import { PROTO_KEY, textProblem } from "../json-input.js";
 import { parseVersion } from "../semver-order.js";
 import { columnText, type Column, type Expr, type Literal, type Predicate, type Query } from "./ast.js";
 import { QueryError } from "./query-error.js";
@@ -47,6 +48,8 @@ const ORDERABLE: ReadonlySet<ColumnKind> = new Set(["text", "semver", "time", "n
 
 export const DATA_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** What a string literal must be: Postgres text holds neither NUL nor unpaired UTF-16 surrogates. */
+const STORABLE_TEXT = "text without NUL characters or unpaired surrogates";
 const STATUSES: readonly string[] = ["active", "revoked"];
 const AMOUNT_PATTERN = /^[0-9]{1,30}(\.[0-9]{1,18})? [A-Z][A-Z0-9]{1,15}$/;
 const DATE_PATTERN = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/;
@@ -82,10 +85,20 @@ export function kindOf(column: Column): ColumnKind {
 
 function checkDataKey(column: Column) {
   return (key: string): void => {
-    if (!DATA_KEY_PATTERN.test(key)) {
-      throw QueryError.expected(column.position, "data keys of 1-64 letters, digits, '_' or '-'", `'${columnText(column)}'`);
-    }
+    const problem = dataKeyProblem(key);
+    if (problem !== undefined) throw QueryError.expected(column.position, problem, `'${columnText(column)}'`);
   };
+}
+
+/**
+ * What a data key in a column path should have been, or undefined when it fits. "__proto__" is
+ * refused: no stored entry can hold it, and a result row built under that key would write into
+ * Object.prototype instead of the row.
+ */
+export function dataKeyProblem(key: string): string | undefined {
+  if (!DATA_KEY_PATTERN.test(key)) return "data keys of 1-64 letters, digits, '_' or '-'";
+  if (key === PROTO_KEY) return "a data key other than __proto__";
+  return undefined;
 }
 
 function allColumns(): Column[] {
@@ -166,7 +179,7 @@ function checkContainsLiteral(column: Column, kind: ColumnKind, literal: Literal
 
 /** What a CONTAINS value should have been, or undefined when it fits. */
 export function containsLiteralProblem(kind: ColumnKind, value: Literal["value"]): string | undefined {
-  if (typeof value === "string" && value.includes("\0")) return "text without NUL characters";
+  if (typeof value === "string" && textProblem(value) !== undefined) return STORABLE_TEXT;
   if (typeof value === "number" && !Number.isFinite(value)) return "a finite number";
   // Substring and tag membership are about text; JSON data may hold arrays of anything.
   if (kind === "json") return undefined;
@@ -178,7 +191,8 @@ export function containsLiteralProblem(kind: ColumnKind, value: Literal["value"]
  * pattern ending in a lone `\` has nothing to escape and would fail in the database instead.
  */
 export function likePatternProblem(pattern: string): string | undefined {
-  if (pattern.includes("\0")) return "LIKE pattern must not contain NUL characters";
+  const problem = textProblem(pattern);
+  if (problem !== undefined) return `LIKE pattern ${problem}`;
   const trailingBackslashes = /\\*$/.exec(pattern)?.[0].length ?? 0;
   if (trailingBackslashes % 2 === 1) return "LIKE pattern must not end with a lone escape character '\\'";
   return undefined;
@@ -191,8 +205,8 @@ function checkLiteral(column: Column, kind: ColumnKind, literal: Literal): void 
 
 /** What the literal should have been, or undefined when it fits. */
 export function literalProblem(kind: ColumnKind, value: Literal["value"]): string | undefined {
-  // Postgres text cannot hold NUL; refusing it here keeps it from becoming a database error.
-  if (typeof value === "string" && value.includes("\0")) return "text without NUL characters";
+  // Postgres text cannot hold these; refusing them here keeps them from becoming database errors.
+  if (typeof value === "string" && textProblem(value) !== undefined) return STORABLE_TEXT;
   // A number too long for a double reads as Infinity, which JSON would turn into null.
   if (typeof value === "number" && !Number.isFinite(value)) return "a finite number";
   switch (kind) {

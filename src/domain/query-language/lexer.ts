@@ -29,6 +29,8 @@ const OPERATORS: readonly Operator[] = ["<=", ">=", "<>", "!=", "=", "<", ">"];
 const isDigit = (c: string | undefined): boolean => c !== undefined && c >= "0" && c <= "9";
 const isIdentifierStart = (c: string | undefined): boolean => c !== undefined && /[A-Za-z_]/.test(c);
 const isIdentifierPart = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_]/.test(c);
+// The lexer steps by code point, so a surrogate that arrives alone is one without its pair.
+const isLoneSurrogate = (c: string): boolean => c.length === 1 && c >= "\ud800" && c <= "\udfff";
 // Data keys are checked against the full rule later; the lexer only decides where one ends.
 const isDataKeyPart = (c: string | undefined): boolean => c !== undefined && /[A-Za-z0-9_-]/.test(c);
 
@@ -115,6 +117,9 @@ class Lexer {
       const c = this.peek();
       // Reported at the opening quote: that is where the reader has to look.
       if (c === undefined) throw QueryError.expected(position, "closing quote for the string starting here", "end of query");
+      // Refused here, before any message can quote the string: an unpaired surrogate is not text,
+      // cannot be stored or compared in Postgres, and breaks the percent-encoding of gRPC messages.
+      if (isLoneSurrogate(c)) throw QueryError.expected(this.position(), "Unicode text in the string", `unpaired surrogate ${describeCharacter(c)}`);
       this.advance(1);
       if (c !== "'") {
         value += c;
