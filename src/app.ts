@@ -21,7 +21,9 @@ import { createProtocolServer } from "./edge/protocol-server.js";
 import { reflectionServiceDescriptors, registerReflection } from "./edge/reflection-service.js";
 import { createRegistryServiceImpl } from "./edge/registry-service-handlers.js";
 import { createRequestPipeline } from "./edge/request-pipeline.js";
-import { createRestTranscoder, servedService, type RestService } from "./edge/rest-transcoder.js";
+import { createRestTranscoder } from "./edge/rest-transcoder.js";
+import { servedService, unaryMethodsByPath, type ServedService } from "./edge/served-services.js";
+import { createUnaryInvoker } from "./edge/unary-invoker.js";
 import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
 import { describeError, type Logger } from "./logger.js";
 import { migrateToLatest, openDatabase, pendingMigrations, type Database } from "./storage/database.js";
@@ -32,7 +34,7 @@ import { createKnexDiscoveryRepository } from "./storage/knex-discovery-reposito
 import { loadOrCreateSecret } from "./storage/registry-secrets.js";
 import type { EntryRepository } from "./entries/entry-repository.js";
 import { TokenService } from "../gen/auth/v1/token_service_pb.js";
-import { BadRequestSchema } from "../gen/google/rpc/error_details_pb.js";
+import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { RegistryService } from "../gen/registry/v1/registry_service_pb.js";
 
@@ -81,15 +83,15 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const isReady = () => database.ping(config.readinessTimeoutMs).then(() => true);
   const health = createHealthService(isReady, { services: services.map(({ service }) => service.typeName) });
 
+  const logUnexpected = (error: unknown) => logger.error("request failed", describeError(error));
+  const invoke = createUnaryInvoker({
+    interceptors,
+    shutdownSignal: shutdown.signal,
+    contextValues,
+    onUnexpectedError: logUnexpected,
+  });
   const rpcServices = [...services.map(({ service }) => service), Health, ...reflectionServiceDescriptors];
-  const rest = (req: Parameters<typeof rpc>[0], res: Parameters<typeof rpc>[1]) => {
-    transcoder.handle(req, res).catch((error: unknown) => {
-      logger.error("REST request failed", describeError(error));
-      if (!res.headersSent) res.writeHead(500, { "content-type": "application/json" });
-      res.end(JSON.stringify({ code: "internal", message: "internal error", details: [] }));
-    });
-  };
-  const rpc = connectNodeAdapter({
+  const adapter = connectNodeAdapter({
     routes: (router) => {
       for (const { service, impl } of services) router.service(service, impl as never);
       router.service(Health, health);
@@ -99,25 +101,27 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,
-    contextValues,
-    fallback: rest,
+    contextValues: contextValues === undefined ? undefined : (req) => contextValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress }),
   });
   const transcoder = createRestTranscoder({
     services,
-    interceptors,
-    registry: createRegistry(BadRequestSchema),
+    invoke,
+    registry: createRegistry(BadRequestSchema, RetryInfoSchema),
     maxBodyBytes: config.maxBodyBytes,
-    shutdownSignal: shutdown.signal,
-    contextValues,
+    log: logUnexpected,
   });
   const server = createProtocolServer(
     createRequestPipeline({
       corsOrigins: config.corsOrigins,
-      rpc,
-      rpcPaths: new Set(rpcServices.flatMap((service) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
-      rest,
+      rpc: { invoke, maxBodyBytes: config.maxBodyBytes, log: logUnexpected },
+      unaryMethods: unaryMethodsByPath([...services, servedService(Health, health)]),
+      adapterPaths: new Set(rpcServices.flatMap((service) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
+      adapter,
+      rest: transcoder,
       isReady,
+      log: logUnexpected,
     }),
+    config,
   );
   const address = await server.listen(config.port, config.host);
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
@@ -132,7 +136,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       // In-flight unary calls finish normally; streams that never end by themselves (health
       // Watch, reflection) are told to stop after a moment, so the server can drain.
       const endStreams = setTimeout(() => shutdown.abort(), STREAM_DRAIN_MS);
-      await server.close();
+      await server.close(config.shutdownGraceMs);
       clearTimeout(endStreams);
       shutdown.abort();
       await limiter?.close();
@@ -215,8 +219,8 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
 }
 
 /** The implementations of the services this role serves. */
-async function createServices(config: RegistryConfig, database: Database, entryRepository: EntryRepository): Promise<RestService[]> {
-  const services: RestService[] = [];
+async function createServices(config: RegistryConfig, database: Database, entryRepository: EntryRepository): Promise<ServedService[]> {
+  const services: ServedService[] = [];
   const authRepository = createKnexAuthRepository(database.knex);
   const issuer =
     config.role === "registry" ? undefined : createTokenIssuer({ repository: authRepository, config });
@@ -238,7 +242,12 @@ async function createServices(config: RegistryConfig, database: Database, entryR
     }),
     totalLimit: config.discoveryTotalLimit,
   });
-  const impl = createRegistryServiceImpl({ entries, discovery, authenticate: (header) => verifier.authenticate(header) });
+  const impl = createRegistryServiceImpl({
+    entries,
+    discovery,
+    authenticate: (header) => verifier.authenticate(header),
+    resolveMaxAgeSeconds: config.resolveMaxAgeSeconds,
+  });
   services.push(servedService(RegistryService, impl));
   return services;
 }

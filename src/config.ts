@@ -45,6 +45,8 @@ export interface RegistryConfig {
   readonly issuerPrivateJwk?: Readonly<Record<string, string>>;
   /** Largest request body accepted, in bytes. */
   readonly maxBodyBytes: number;
+  /** How long HTTP caches may keep a resolve of name@version (Cache-Control max-age); 0: revalidate. */
+  readonly resolveMaxAgeSeconds: number;
   /** Entry DIDs whose resolves and version lists are cached per process; 0 turns caching off. */
   readonly entryCacheSize: number;
   /** Most memory, in MiB, the per-process entry cache may take. */
@@ -70,6 +72,22 @@ export interface RegistryConfig {
   readonly trustProxy: readonly string[];
   /** Redis URL for rate-limit buckets shared by replicas; empty uses the database instead. */
   readonly redisUrl: string;
+  /** A new connection must send enough to tell its protocol (HTTP/1.1 or HTTP/2) within this. */
+  readonly firstBytesTimeoutMs: number;
+  /** HTTP/1.1: a request's whole header block must arrive within this of its first byte. */
+  readonly headersTimeoutMs: number;
+  /** A whole request, headers and body, must arrive within this (on HTTP/2, of its stream opening). */
+  readonly requestTimeoutMs: number;
+  /** A connection with no request in progress is closed after this (HTTP/2 sessions with a GOAWAY). */
+  readonly idleTimeoutMs: number;
+  /** HTTP/2 sessions are pinged this often; one that leaves a PING unanswered as long is dropped. 0: no pings. */
+  readonly http2PingIntervalMs: number;
+  /** Open connections per client address (an IPv6 /64), trusted proxies exempt; 0: no cap. */
+  readonly maxConnectionsPerIp: number;
+  /** Open connections in all; 0: no cap. */
+  readonly maxConnections: number;
+  /** On SIGTERM, how long requests already received may run before their connections are cut. */
+  readonly shutdownGraceMs: number;
 }
 
 export class ConfigError extends Error {}
@@ -104,6 +122,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     tokenMaxTtlSeconds: integer(env, "AUTH_MAX_TTL_SECONDS", 3600, 1, 86_400),
     issuerPrivateJwk: privateJwk(env.AUTH_ISSUER_PRIVATE_JWK),
     maxBodyBytes: integer(env, "MAX_BODY_BYTES", 256 * 1024, 1024, 64 * 1024 * 1024),
+    resolveMaxAgeSeconds: integer(env, "RESOLVE_MAX_AGE_SECONDS", 60, 0, 86_400),
     entryCacheSize: integer(env, "ENTRY_CACHE_SIZE", 50_000, 0, 10_000_000),
     entryCacheMb: integer(env, "ENTRY_CACHE_MB", 64, 1, 65_536),
     corsOrigins: list(env.CORS_ORIGINS ?? "*", "CORS_ORIGINS"),
@@ -115,8 +134,19 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 200, 1, 1_000_000),
     trustProxy: env.TRUST_PROXY === undefined || env.TRUST_PROXY.trim() === "" ? [] : list(env.TRUST_PROXY, "TRUST_PROXY"),
     redisUrl: env.REDIS_URL ?? "",
+    firstBytesTimeoutMs: integer(env, "FIRST_BYTES_TIMEOUT_MS", 10_000, 1, 3_600_000),
+    headersTimeoutMs: integer(env, "HEADERS_TIMEOUT_MS", 10_000, 1, 3_600_000),
+    requestTimeoutMs: integer(env, "REQUEST_TIMEOUT_MS", 30_000, 1, 3_600_000),
+    idleTimeoutMs: integer(env, "IDLE_TIMEOUT_MS", 65_000, 1, 3_600_000),
+    http2PingIntervalMs: integer(env, "HTTP2_PING_INTERVAL_MS", 30_000, 0, 3_600_000),
+    maxConnectionsPerIp: integer(env, "MAX_CONNECTIONS_PER_IP", 256, 0, 1_000_000),
+    maxConnections: integer(env, "MAX_CONNECTIONS", 4_000, 0, 1_000_000),
+    shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 5_000, 0, 600_000),
     ...overrides,
   };
+  if (config.headersTimeoutMs > config.requestTimeoutMs) {
+    throw new ConfigError(`HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${config.requestTimeoutMs}): the headers are part of the request`);
+  }
   for (const type of config.entryTypes) {
     if (!/^[a-z0-9][a-z0-9._-]*$/.test(type)) {
       throw new ConfigError(`REGISTRY_ENTRY_TYPES: "${type}" is not a valid entry type`);

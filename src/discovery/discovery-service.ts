@@ -179,11 +179,21 @@ function jsonValue(value: unknown): JsonValue {
   return value as JsonValue;
 }
 
+/**
+ * Writes a value at a path of own properties only: keys come from the query (data.<path>), and a
+ * plain assignment to a key such as "__proto__" would reach the prototype (the column checker
+ * refuses those keys; this keeps a missed one harmless).
+ */
 function setPath(target: { [key: string]: JsonValue }, path: readonly string[], value: JsonValue): void {
   let node = target;
   for (const key of path.slice(0, -1)) {
-    const next = node[key];
-    node = (typeof next === "object" && next !== null && !Array.isArray(next) ? next : (node[key] = {})) as { [key: string]: JsonValue };
+    const next = Object.hasOwn(node, key) ? node[key] : undefined;
+    if (typeof next === "object" && next !== null && !Array.isArray(next)) node = next as { [key: string]: JsonValue };
+    else {
+      const child: { [key: string]: JsonValue } = {};
+      Object.defineProperty(node, key, { value: child, enumerable: true, writable: true, configurable: true });
+      node = child;
+    }
   }
-  node[path.at(-1)!] = value;
+  Object.defineProperty(node, path.at(-1)!, { value, enumerable: true, writable: true, configurable: true });
 }

@@ -1,5 +1,4 @@
-import type { IncomingMessage } from "node:http";
-import type { Http2ServerRequest } from "node:http2";
+import type { IncomingHttpHeaders, IncomingMessage } from "node:http";
 import { createContextKey, createContextValues, type ContextValues } from "@connectrpc/connect";
 import proxyaddr from "proxy-addr";
 import { ConfigError } from "../config.js";
@@ -7,7 +6,13 @@ import { ConfigError } from "../config.js";
 /** The address of the client a call is for: the peer, or who a trusted proxy says it forwards. */
 export const clientAddressKey = createContextKey<string>("", { description: "client address" });
 
-export type ClientAddressResolver = (req: IncomingMessage | Http2ServerRequest) => string;
+/** What a client address is read from: the request's headers and the socket's peer. */
+export interface ClientConnection {
+  readonly headers: IncomingHttpHeaders;
+  readonly remoteAddress: string | undefined;
+}
+
+export type ClientAddressResolver = (connection: ClientConnection) => string;
 
 
 /**
@@ -22,12 +27,12 @@ export function createClientAddressResolver(trustProxy: readonly string[]): Clie
   } catch (error) {
     throw new ConfigError(`TRUST_PROXY: ${(error as Error).message}`);
   }
-  return (req) => {
-    const forwardedFor = req.headers["x-forwarded-for"];
+  return (connection) => {
+    const forwardedFor = connection.headers["x-forwarded-for"];
     // Only what proxy-addr reads: the socket's peer and the header, joined if it came repeated.
     const view = {
       headers: { "x-forwarded-for": Array.isArray(forwardedFor) ? forwardedFor.join(",") : forwardedFor },
-      socket: { remoteAddress: req.socket?.remoteAddress },
+      socket: { remoteAddress: connection.remoteAddress },
     };
     return normalise(proxyaddr(view as unknown as IncomingMessage, trust) ?? "");
   };
@@ -40,9 +45,9 @@ function normalise(address: string): string {
 
 /** Context values for one call, with the client's address resolved. */
 export function contextValuesFor(resolve: ClientAddressResolver) {
-  return (req: IncomingMessage | Http2ServerRequest): ContextValues => {
+  return (connection: ClientConnection): ContextValues => {
     const values = createContextValues();
-    values.set(clientAddressKey, resolve(req));
+    values.set(clientAddressKey, resolve(connection));
     return values;
   };
 }

@@ -2,57 +2,143 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo, Socket } from "node:net";
+import proxyaddr from "proxy-addr";
+import { ConfigError, type RegistryConfig } from "../config.js";
 
-export type RequestListener = (
-  req: http.IncomingMessage | http2.Http2ServerRequest,
-  res: http.ServerResponse | http2.Http2ServerResponse,
-) => void;
+/** Where requests go: HTTP/1.1 requests, and HTTP/2 streams (served without node's compatibility layer). */
+export interface RequestHandlers {
+  http1(req: http.IncomingMessage, res: http.ServerResponse): void;
+  http2(stream: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders, flags: number, rawHeaders: string[]): void;
+}
+
+/** What the front enforces on every connection; the settings are described in docs/operations.md. */
+export type ConnectionLimits = Pick<
+  RegistryConfig,
+  | "firstBytesTimeoutMs"
+  | "headersTimeoutMs"
+  | "requestTimeoutMs"
+  | "idleTimeoutMs"
+  | "http2PingIntervalMs"
+  | "maxConnectionsPerIp"
+  | "maxConnections"
+  | "trustProxy"
+>;
 
 export interface ProtocolServer {
   listen(port: number, host: string): Promise<AddressInfo>;
-  /** Stops accepting, lets in-flight requests finish for up to `graceMs`, then cuts the rest. */
+  /**
+   * Stops serving: requests already received get their answer (with Connection: close, or after
+   * a GOAWAY), later ones a 503 or a refused stream; whatever still runs after `graceMs` is cut.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
 /** The client preface of HTTP/2 with prior knowledge starts "PRI"; HTTP/1 methods never do. */
 const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 
+/** A connection told to close (FIN, GOAWAY) is destroyed if its peer has not closed it by then. */
+const CLOSE_GRACE_MS = 1_000;
+
+/**
+ * On shutdown, bytes that reached the kernel before the signal may not have been read yet. A
+ * connection is only deemed idle, and the listener (with its backlog) only closed, after this
+ * much quiet, which spans several turns of the event loop even on a loaded machine.
+ */
+const SHUTDOWN_LINGER_MS = 250;
+
+/** How often connections are checked while shutting down. */
+const SHUTDOWN_TICK_MS = 25;
+
+/** RFC 9113 §6.5.2 suggests no fewer than 100; nginx allows 128. It bounds a session's cost. */
+const HTTP2_MAX_CONCURRENT_STREAMS = 128;
+
+const REQUEST_TIMEOUT_RESPONSE = "HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n";
+const SHUTTING_DOWN_BODY = JSON.stringify({ code: "unavailable", message: "the server is shutting down", details: [] });
+
+/** One accepted TCP connection, whatever its protocol turns out to be. */
+interface Connection {
+  readonly socket: Socket;
+  readonly acceptedAt: number;
+  /** The per-address count it is charged to; undefined for exempt peers (trusted proxies). */
+  readonly addressKey: string | undefined;
+  protocol: "unknown" | "http/1.1" | "h2";
+  /** HTTP/1.1 requests whose response has not finished, each with when its bytes began. */
+  readonly requests: Map<http.IncomingMessage, { res: http.ServerResponse; startedAt: number }>;
+  /** HTTP/2 streams not closed yet, each with when it opened. */
+  readonly streams: Map<http2.ServerHttp2Stream, number>;
+  session?: http2.ServerHttp2Session;
+  /** Since when nothing has been in progress. */
+  idleSince: number;
+  /** HTTP/1.1: bytes read when it became idle; more mean the next request has begun. */
+  idleBytes: number;
+  /** HTTP/1.1: when the first bytes of a request whose headers are not complete arrived. */
+  headersSince: number | undefined;
+  /** HTTP/2: when the unanswered PING was sent, and when the last one was answered. */
+  pingSentAt: number | undefined;
+  lastPingAt: number;
+  /** When it was told to close; it is destroyed CLOSE_GRACE_MS later if still open. */
+  closeRequestedAt: number | undefined;
+}
+
 /**
  * One port for HTTP/1.1 and cleartext HTTP/2 (h2c with prior knowledge, as gRPC uses): node's
  * http2 server cannot fall back to HTTP/1 without TLS, so a TCP front reads the first bytes of
  * each connection and hands the socket to the server that speaks its protocol.
+ *
+ * Handed-over sockets escape node's own headersTimeout and requestTimeout (its http server only
+ * tracks connections it accepted itself), so the front keeps every deadline: a periodic sweep
+ * over all connections, which also sees slow senders that keep a socket's inactivity timer alive.
  */
-export function createProtocolServer(listener: RequestListener): ProtocolServer {
-  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, listener);
-  const h2 = http2.createServer({}, listener);
-  const sockets = new Set<Socket>();
-  const sessions = new Set<http2.ServerHttp2Session>();
-  // HTTP/1 sockets and their requests in flight. node only tracks connections of servers that
-  // listen themselves (closeIdleConnections does nothing here), so shutdown needs its own count.
-  const h1InFlight = new Map<Socket, number>();
-  let closing = false;
+export function createProtocolServer(handlers: RequestHandlers, limits: ConnectionLimits): ProtocolServer {
+  // Advertised in Keep-Alive headers; the sweep enforces it (node's own timer restarts on every byte).
+  const h1 = http.createServer({ keepAliveTimeout: limits.idleTimeoutMs });
+  const h2 = http2.createServer({ settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } });
+  const connections = new Map<Socket, Connection>();
+  const perAddress = new Map<string, number>();
+  const isTrustedProxy = trustedProxyTest(limits.trustProxy);
+  let closingSince: number | undefined;
+  let handingOver: Connection | undefined;
 
-  h2.on("session", (session) => {
-    sessions.add(session);
-    session.once("close", () => sessions.delete(session));
-  });
   h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
-    const socket = req.socket;
-    h1InFlight.set(socket, (h1InFlight.get(socket) ?? 0) + 1);
-    if (closing && !res.headersSent) res.setHeader("connection", "close");
-    res.once("close", () => {
-      const left = (h1InFlight.get(socket) ?? 1) - 1;
-      h1InFlight.set(socket, left);
-      if (closing && left === 0) socket.end();
-    });
+    const connection = connections.get(req.socket);
+    if (connection !== undefined) trackHttp1Request(connection, req, res);
+    if (closingSince === undefined) handlers.http1(req, res);
+    else refuseWhileClosing(res);
   });
+  h2.on("session", (session: http2.ServerHttp2Session) => {
+    // Emitted synchronously by h2.emit("connection"), while the front hands the socket over.
+    const connection = handingOver;
+    if (connection === undefined) return;
+    connection.session = session;
+    connection.lastPingAt = Date.now();
+    session.on("stream", (stream: http2.ServerHttp2Stream) => trackHttp2Stream(connection, stream));
+    session.on("error", () => {});
+    if (closingSince !== undefined) session.close();
+  });
+  h2.on("stream", handlers.http2);
 
-  const front = net.createServer((socket) => {
-    sockets.add(socket);
-    socket.once("close", () => {
-      sockets.delete(socket);
-      h1InFlight.delete(socket);
+  function trackHttp1Request(connection: Connection, req: http.IncomingMessage, res: http.ServerResponse) {
+    connection.requests.set(req, { res, startedAt: connection.headersSince ?? Date.now() });
+    connection.headersSince = undefined;
+    res.once("close", () => {
+      connection.requests.delete(req);
+      if (connection.requests.size > 0) return;
+      connection.idleSince = Date.now();
+      connection.idleBytes = connection.socket.bytesRead;
     });
+  }
+
+  function trackHttp2Stream(connection: Connection, stream: http2.ServerHttp2Stream) {
+    connection.streams.set(stream, Date.now());
+    stream.once("close", () => {
+      connection.streams.delete(stream);
+      if (connection.streams.size === 0) connection.idleSince = Date.now();
+    });
+  }
+
+  const front = net.createServer({ noDelay: true }, (socket) => {
+    const connection = admit(socket);
+    if (connection === undefined) return;
     socket.on("error", () => socket.destroy());
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
@@ -63,17 +149,188 @@ export function createProtocolServer(listener: RequestListener): ProtocolServer 
       socket.off("data", onData);
       socket.pause();
       socket.unshift(head);
+      const now = Date.now();
+      connection.idleSince = now;
       // The HTTP/2 session takes the bytes already read from the socket's buffer and then reads
       // the native handle itself: resuming the JS stream here would hand those bytes to no one.
-      if (mayBeHttp2) h2.emit("connection", socket);
-      else {
-        h1InFlight.set(socket, 0);
+      if (mayBeHttp2) {
+        connection.protocol = "h2";
+        handingOver = connection;
+        h2.emit("connection", socket);
+        handingOver = undefined;
+      } else {
+        connection.protocol = "http/1.1";
+        connection.headersSince = now;
         h1.emit("connection", socket);
         socket.resume();
       }
     };
     socket.on("data", onData);
   });
+  if (limits.maxConnections > 0) front.maxConnections = limits.maxConnections;
+  // After listening, the only errors are failed accepts (out of file descriptors, memory): libuv
+  // keeps accepting afterwards, and unheard they would end the process.
+  front.on("error", () => {});
+
+  /** Registers a new connection, or closes it at once when its address already has its share. */
+  function admit(socket: Socket): Connection | undefined {
+    const address = socket.remoteAddress ?? "";
+    const key = limits.maxConnectionsPerIp > 0 && !isTrustedProxy(address) ? addressKey(address) : undefined;
+    if (key !== undefined) {
+      const open = perAddress.get(key) ?? 0;
+      if (open >= limits.maxConnectionsPerIp) {
+        // Nothing is read from it: answering would mean holding it open, which is what the cap prevents.
+        socket.on("error", () => {});
+        socket.destroy();
+        return undefined;
+      }
+      perAddress.set(key, open + 1);
+    }
+    const now = Date.now();
+    const connection: Connection = {
+      socket,
+      acceptedAt: now,
+      addressKey: key,
+      protocol: "unknown",
+      requests: new Map(),
+      streams: new Map(),
+      idleSince: now,
+      idleBytes: 0,
+      headersSince: undefined,
+      pingSentAt: undefined,
+      lastPingAt: now,
+      closeRequestedAt: undefined,
+    };
+    connections.set(socket, connection);
+    socket.once("close", () => forget(connection));
+    return connection;
+  }
+
+  function forget(connection: Connection) {
+    connections.delete(connection.socket);
+    const key = connection.addressKey;
+    if (key === undefined) return;
+    const left = (perAddress.get(key) ?? 1) - 1;
+    if (left > 0) perAddress.set(key, left);
+    else perAddress.delete(key);
+  }
+
+  function sweep() {
+    const now = Date.now();
+    for (const connection of connections.values()) {
+      if (connection.socket.destroyed) continue;
+      if (connection.closeRequestedAt !== undefined) {
+        if (now - connection.closeRequestedAt > CLOSE_GRACE_MS) connection.socket.destroy();
+      } else if (connection.protocol === "unknown") checkUndetected(connection, now);
+      else if (connection.protocol === "http/1.1") checkHttp1(connection, now);
+      else checkHttp2(connection, now);
+    }
+  }
+
+  function checkUndetected(connection: Connection, now: number) {
+    if (now - connection.acceptedAt > limits.firstBytesTimeoutMs) connection.socket.destroy();
+    // While closing, a connection that has sent nothing after the linger never will in time.
+    else if (closingSince !== undefined && connection.socket.bytesRead === 0 && now - Math.max(connection.acceptedAt, closingSince) >= SHUTDOWN_LINGER_MS) {
+      connection.socket.destroy();
+    }
+  }
+
+  function checkHttp1(connection: Connection, now: number) {
+    for (const [req, { startedAt }] of connection.requests) {
+      if (!req.complete && now - startedAt > limits.requestTimeoutMs) return timeOutHttp1(connection);
+    }
+    if (connection.requests.size > 0) return;
+    // The parser reads the socket natively, so new bytes show only in the count.
+    if (connection.headersSince === undefined && connection.socket.bytesRead > connection.idleBytes) connection.headersSince = now;
+    if (connection.headersSince !== undefined) {
+      if (now - connection.headersSince > limits.headersTimeoutMs) timeOutHttp1(connection);
+      return;
+    }
+    const idleFor = now - Math.max(connection.idleSince, closingSince ?? 0);
+    if (idleFor > (closingSince === undefined ? limits.idleTimeoutMs : SHUTDOWN_LINGER_MS)) requestClose(connection);
+  }
+
+  /** As node answers its own request timeouts: a 408 if nothing was answered yet, then the socket goes. */
+  function timeOutHttp1(connection: Connection) {
+    const answering = [...connection.requests.values()].some(({ res }) => res.headersSent);
+    if (!answering && connection.socket.writable) connection.socket.write(REQUEST_TIMEOUT_RESPONSE);
+    connection.socket.destroy();
+  }
+
+  function checkHttp2(connection: Connection, now: number) {
+    const session = connection.session;
+    if (session === undefined) return void connection.socket.destroy();
+    for (const [stream, openedAt] of connection.streams) {
+      // remoteClose: the client has sent END_STREAM, so its request is complete.
+      if (!stream.destroyed && !stream.state.remoteClose && now - openedAt > limits.requestTimeoutMs) {
+        stream.close(http2.constants.NGHTTP2_CANCEL);
+      }
+    }
+    if (checkPing(connection, session, now) || connection.streams.size > 0) return;
+    // Closing, the session had its GOAWAY at once; with its last stream done, its peer may go.
+    if (closingSince !== undefined) requestClose(connection);
+    else if (now - connection.idleSince > limits.idleTimeoutMs) {
+      session.close();
+      requestClose(connection);
+    }
+  }
+
+  /** PINGs the session now and then; a peer that does not answer within an interval is gone. Says whether it was destroyed. */
+  function checkPing(connection: Connection, session: http2.ServerHttp2Session, now: number): boolean {
+    const interval = limits.http2PingIntervalMs;
+    if (interval === 0 || session.destroyed) return false;
+    if (connection.pingSentAt !== undefined) {
+      if (now - connection.pingSentAt <= interval) return false;
+      session.destroy();
+      connection.socket.destroy();
+      return true;
+    }
+    if (now - connection.lastPingAt < interval) return false;
+    connection.pingSentAt = now;
+    try {
+      session.ping((error) => {
+        if (error !== null) return;
+        connection.pingSentAt = undefined;
+        connection.lastPingAt = Date.now();
+      });
+    } catch {
+      // A session that is closing accepts no more PINGs; it goes away on its own.
+      connection.pingSentAt = undefined;
+    }
+    return false;
+  }
+
+  function requestClose(connection: Connection) {
+    connection.closeRequestedAt = Date.now();
+    if (connection.protocol === "http/1.1") connection.socket.end();
+  }
+
+  let sweeper = setInterval(sweep, sweepInterval(limits));
+  sweeper.unref();
+
+  let closed: Promise<void> | undefined;
+
+  function shutDown(graceMs: number): Promise<void> {
+    closingSince = Date.now();
+    const done = new Promise<void>((resolve) => front.once("close", () => resolve()));
+    for (const connection of connections.values()) {
+      connection.session?.close();
+      // Responses not started yet tell their clients not to send more on the connection.
+      for (const { res } of connection.requests.values()) if (!res.headersSent) res.setHeader("connection", "close");
+    }
+    clearInterval(sweeper);
+    sweeper = setInterval(sweep, SHUTDOWN_TICK_MS);
+    // Connections waiting in the backlog are accepted (and answered) until the linger is over.
+    const stopListening = setTimeout(() => front.close(), SHUTDOWN_LINGER_MS);
+    const deadline = setTimeout(() => {
+      for (const connection of connections.values()) connection.socket.destroy();
+    }, graceMs);
+    return done.finally(() => {
+      clearTimeout(stopListening);
+      clearTimeout(deadline);
+      clearInterval(sweeper);
+    });
+  }
 
   return {
     listen(port, host) {
@@ -85,20 +342,52 @@ export function createProtocolServer(listener: RequestListener): ProtocolServer 
         });
       });
     },
-    async close(graceMs = 5_000) {
-      closing = true;
-      const closed = new Promise<void>((resolve) => front.close(() => resolve()));
-      for (const session of sessions) session.close();
-      // Idle keep-alive connections close now; busy ones right after their last response.
-      for (const [socket, inFlight] of h1InFlight) if (inFlight === 0) socket.end();
-      // A connection that never sent a byte has no protocol yet and would otherwise wait out the grace.
-      for (const socket of sockets) if (!h1InFlight.has(socket) && socket.bytesRead === 0) socket.destroy();
-      const deadline = setTimeout(() => {
-        for (const socket of sockets) socket.destroy();
-      }, graceMs);
-      deadline.unref();
-      await closed;
-      clearTimeout(deadline);
+    close(graceMs = 5_000) {
+      closed ??= shutDown(graceMs);
+      return closed;
     },
   };
+}
+
+/** A 503 that tells the client its request was not processed and the connection is going. */
+function refuseWhileClosing(res: http.ServerResponse) {
+  res.writeHead(503, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(SHUTTING_DOWN_BODY),
+    connection: "close",
+  });
+  res.end(SHUTTING_DOWN_BODY);
+}
+
+/** Often enough that no deadline is overshot by more than a quarter of the shortest one (and never by over a second). */
+function sweepInterval(limits: ConnectionLimits): number {
+  const deadlines = [limits.firstBytesTimeoutMs, limits.headersTimeoutMs, limits.requestTimeoutMs, limits.idleTimeoutMs];
+  if (limits.http2PingIntervalMs > 0) deadlines.push(limits.http2PingIntervalMs);
+  return Math.max(10, Math.min(1_000, Math.floor(Math.min(...deadlines) / 4)));
+}
+
+function trustedProxyTest(trustProxy: readonly string[]): (address: string) => boolean {
+  if (trustProxy.length === 0) return () => false;
+  try {
+    const trust = proxyaddr.compile([...trustProxy]);
+    return (address) => trust(address, 0);
+  } catch (error) {
+    throw new ConfigError(`TRUST_PROXY: ${(error as Error).message}`);
+  }
+}
+
+/**
+ * The key a connection is counted under: an IPv4 address, or the /64 network of an IPv6 one, since
+ * a single IPv6 host is usually given a whole /64 and could otherwise open a cap's worth per address.
+ */
+export function addressKey(address: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped !== null) return mapped[1]!;
+  if (!address.includes(":")) return address;
+  const [head = "", tail] = address.split("%", 1)[0]!.split("::");
+  const groups = (part: string) => (part === "" ? [] : part.split(":").flatMap((group) => (group.includes(".") ? ["0", "0"] : [group])));
+  const left = groups(head);
+  const right = tail === undefined ? [] : groups(tail);
+  const all = tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
+  return `${all.slice(0, 4).map((group) => Number.parseInt(group, 16).toString(16)).join(":")}::/64`;
 }

@@ -18,6 +18,20 @@ export interface RegistryServiceImplOptions {
   readonly entries: EntryService;
   readonly discovery: DiscoveryService;
   readonly authenticate: Authenticate;
+  /** How long HTTP caches may keep a resolve of name@version; 0 makes them revalidate it too. */
+  readonly resolveMaxAgeSeconds: number;
+}
+
+/** Stored, but checked with the server (ETag, 304) before every use. */
+const REVALIDATE = "no-cache";
+
+/**
+ * A name@version changes only when it is revoked, so caches may keep it for the configured time:
+ * a revocation reaches every reader within that time. "Latest" moves with every publish, so it
+ * is always revalidated.
+ */
+function resolveCacheControl(did: string, maxAgeSeconds: number): string {
+  return did.includes("@") && maxAgeSeconds > 0 ? `public, max-age=${maxAgeSeconds}` : REVALIDATE;
 }
 
 /** registry.v1.RegistryService: translation between protobuf messages and the entry service. */
@@ -34,11 +48,15 @@ export function createRegistryServiceImpl(
       const stored = await entries.create(principal, entryInputOf(request.entry));
       return { entry: entryMessage(stored) };
     },
-    async resolveEntry(request) {
-      return { entry: entryMessage(await entries.resolve(request.did)) };
+    async resolveEntry(request, context) {
+      const entry = entryMessage(await entries.resolve(request.did));
+      context.responseHeader.set("cache-control", resolveCacheControl(request.did, options.resolveMaxAgeSeconds));
+      return { entry };
     },
-    async listEntryVersions(request) {
-      return { versions: (await entries.listVersions(request.did)).map(versionMessage) };
+    async listEntryVersions(request, context) {
+      const versions = (await entries.listVersions(request.did)).map(versionMessage);
+      context.responseHeader.set("cache-control", REVALIDATE);
+      return { versions };
     },
     async revokeEntry(request, context) {
       const principal = await caller(context);

@@ -1,46 +1,112 @@
-import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Http2ServerRequest, Http2ServerResponse } from "node:http2";
-import type { connectNodeAdapter } from "@connectrpc/connect-node";
+import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { applyCors } from "./cors.js";
-import type { RequestListener } from "./protocol-server.js";
+import type { ErrorLogger } from "./error-mapping.js";
+import { exchangeFromNode, exchangeFromStream, type HttpExchange, type NodeRequest, type NodeResponse } from "./http-exchange.js";
 import { writeJson } from "./rest-transcoder.js";
+import { connectUnaryCodec, errorBody, serveConnectUnary } from "./rpc/connect-protocol.js";
+import { answerGrpcUnimplemented, grpcVariant, serveGrpcUnary } from "./rpc/grpc-protocol.js";
+import type { RpcContext } from "./rpc/rpc-context.js";
+import type { UnaryMethod } from "./unary-invoker.js";
 
 export interface RequestPipelineOptions {
   readonly corsOrigins: readonly string[];
-  /** Serves Connect, gRPC and gRPC-Web. */
-  readonly rpc: ReturnType<typeof connectNodeAdapter>;
-  /** The paths `rpc` serves ("/registry.v1.RegistryService/ResolveEntry", ...). */
-  readonly rpcPaths: ReadonlySet<string>;
+  /** Runs unary calls for the RPC protocols. */
+  readonly rpc: RpcContext;
+  /** The unary methods served on gRPC, gRPC-Web and Connect, by path. */
+  readonly unaryMethods: ReadonlyMap<string, UnaryMethod>;
+  /** Every RPC path Connect's adapter serves: streaming methods, and anything the fast path leaves. */
+  readonly adapterPaths: ReadonlySet<string>;
+  /** Connect's node adapter, for streaming calls (health Watch, reflection) and gRPC over HTTP/1.1. */
+  readonly adapter: (req: NodeRequest, res: NodeResponse) => void;
   /** Serves everything else: the REST routes, and the 404/405 answers. */
-  readonly rest: ReturnType<typeof connectNodeAdapter>;
+  readonly rest: { handle(exchange: HttpExchange): Promise<void> };
   /** Whether the service can serve: its database answers. */
   readonly isReady: () => Promise<boolean>;
+  readonly log: ErrorLogger;
 }
 
-/** What every request passes through before protocol handling: CORS, then liveness/readiness. */
-export function createRequestPipeline(options: RequestPipelineOptions): RequestListener {
-  return (req, res) => {
-    if (applyCors(options.corsOrigins, req, res)) return;
-    const path = (req.url ?? "/").split("?", 1)[0];
-    if (path === "/healthz" && isRead(req)) {
-      writeJson(res, 200, { status: "ok" });
+/** What the protocol server hands requests to: HTTP/1.1 requests, and HTTP/2 streams. */
+export interface RequestHandlers {
+  http1(req: NodeRequest, res: NodeResponse): void;
+  http2(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, flags: number, rawHeaders: string[]): void;
+}
+
+/** A path of the form "/package.Service/Method": a gRPC or Connect call, never a REST route. */
+const RPC_PATH = /^\/[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\/[A-Za-z_]\w*$/;
+
+/**
+ * Every request's way in: security and CORS headers, the probes, then the protocol. Unary calls on
+ * gRPC, gRPC-Web and Connect go to their own small servers over the shared invoker; streaming
+ * calls to Connect's adapter; the rest to the REST transcoder.
+ */
+export function createRequestPipeline(options: RequestPipelineOptions): RequestHandlers {
+  function serve(exchange: HttpExchange): void {
+    exchange.setHeader("x-content-type-options", "nosniff");
+    if (applyCors(options.corsOrigins, exchange)) return;
+    const { path } = exchange;
+    if ((path === "/healthz" || path === "/readyz") && (exchange.method === "GET" || exchange.method === "HEAD")) {
+      if (path === "/healthz") writeJson(exchange, 200, { status: "ok" });
+      else void ready(options, exchange);
       return;
     }
-    if (path === "/readyz" && isRead(req)) {
-      void ready(options, res);
-      return;
+    const work = route(exchange, path);
+    if (work !== undefined) {
+      work.catch((error: unknown) => {
+        options.log(error);
+        if (!exchange.done) writeJson(exchange, 500, { code: "internal", message: "internal error", details: [] });
+      });
     }
-    if (options.rpcPaths.has(path ?? "")) options.rpc(req, res);
-    else options.rest(req, res);
+  }
+
+  function route(exchange: HttpExchange, path: string): Promise<void> | undefined {
+    const target = options.unaryMethods.get(path);
+    const contentType = exchange.header("content-type");
+    if (target !== undefined) {
+      const variant = grpcVariant(contentType);
+      if (variant !== undefined && exchange.method === "POST" && (variant.web || exchange.httpVersion === 2)) {
+        return serveGrpcUnary(options.rpc, exchange, target, variant);
+      }
+      if (exchange.method === "GET" || (exchange.method === "POST" && connectUnaryCodec(contentType) !== undefined)) {
+        return serveConnectUnary(options.rpc, exchange, target);
+      }
+    }
+    if (target !== undefined || options.adapterPaths.has(path)) {
+      const { req, res } = exchange.nodeObjects();
+      options.adapter(req, res);
+      return undefined;
+    }
+    if (RPC_PATH.test(path) && answerUnknownMethod(exchange, path, contentType)) return undefined;
+    return options.rest.handle(exchange);
+  }
+
+  return {
+    http1: (req, res) => serve(exchangeFromNode(req, res)),
+    http2: (stream, headers, _flags, rawHeaders) => serve(exchangeFromStream(stream, headers, rawHeaders)),
   };
 }
 
-function isRead(req: IncomingMessage | Http2ServerRequest): boolean {
-  return req.method === "GET" || req.method === "HEAD";
+/**
+ * A call to a method this server does not have is unimplemented, answered in the protocol the
+ * caller speaks (judged by its content type), so its client reports it as such. Returns false
+ * for requests that speak no RPC protocol: those get REST's 404.
+ */
+function answerUnknownMethod(exchange: HttpExchange, path: string, contentType: string | undefined): boolean {
+  const variant = grpcVariant(contentType);
+  if (variant !== undefined) {
+    answerGrpcUnimplemented(exchange, variant, path);
+    return true;
+  }
+  const connectStreaming = /^application\/connect\+(json|proto)/i.test(contentType ?? "");
+  if (connectUnaryCodec(contentType) === undefined && !connectStreaming) return false;
+  const error = new ConnectError(`${path} is not a method this server implements`, Code.Unimplemented);
+  // Connect clients read 404 as unimplemented; the body says so too.
+  exchange.respond(404, { "content-type": "application/json" }, errorBody(error));
+  return true;
 }
 
-async function ready(options: RequestPipelineOptions, res: ServerResponse | Http2ServerResponse) {
+async function ready(options: RequestPipelineOptions, exchange: HttpExchange) {
   const ok = await options.isReady().catch(() => false);
-  if (ok) writeJson(res, 200, { status: "ready" });
-  else writeJson(res, 503, { code: "unavailable", message: "the database is unavailable", details: [] });
+  if (ok) writeJson(exchange, 200, { status: "ready" });
+  else writeJson(exchange, 503, { code: "unavailable", message: "the database is unavailable", details: [] });
 }

@@ -9,6 +9,8 @@ import type { TokenIssuer } from "../auth/token-issuer.js";
 export function createTokenServiceImpl(issuer: TokenIssuer): ServiceImpl<typeof TokenService> {
   return {
     async issueToken(request, context) {
+      // A bearer credential: no cache may keep it (RFC 6749 §5.1).
+      context.responseHeader.set("cache-control", "no-store");
       const issued = await issuer.issueToken(context.requestHeader.get("authorization"), {
         scopes: request.scopes,
         ttlSeconds: request.ttlSeconds,
@@ -16,7 +18,9 @@ export function createTokenServiceImpl(issuer: TokenIssuer): ServiceImpl<typeof 
       return { ...issued };
     },
 
-    async getJwks() {
+    async getJwks(_request, context) {
+      // Revalidated on every use (ETag), so a key rotated in is seen at once.
+      context.responseHeader.set("cache-control", "no-cache");
       return { keys: (await issuer.jwks()).map((key) => ({ ...key })) };
     },
   };

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file auth/v1/token_service.proto.
  */
 export const file_auth_v1_token_service: GenFile = /*@__PURE__*/
-  fileDesc("ChthdXRoL3YxL3Rva2VuX3NlcnZpY2UucHJvdG8SB2F1dGgudjEiTQoRSXNzdWVUb2tlblJlcXVlc3QSDgoGc2NvcGVzGAEgAygJEhgKC3R0bF9zZWNvbmRzGAIgASgFSACIAQFCDgoMX3R0bF9zZWNvbmRzInMKEklzc3VlVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEgoKdG9rZW5fdHlwZRgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgJEg4KBnNjb3BlcxgEIAMoCRIPCgdzdWJqZWN0GAUgASgJIhAKDkdldEp3a3NSZXF1ZXN0Ii0KD0dldEp3a3NSZXNwb25zZRIaCgRrZXlzGAEgAygLMgwuYXV0aC52MS5Kd2siUQoDSndrEgsKA2t0eRgBIAEoCRILCgNjcnYYAiABKAkSCQoBeBgDIAEoCRILCgNraWQYBCABKAkSCwoDYWxnGAUgASgJEgsKA3VzZRgGIAEoCTLKAQoMVG9rZW5TZXJ2aWNlElwKCklzc3VlVG9rZW4SGi5hdXRoLnYxLklzc3VlVG9rZW5SZXF1ZXN0GhsuYXV0aC52MS5Jc3N1ZVRva2VuUmVzcG9uc2UiFYLT5JMCDzoBKiIKL3YxL3Rva2VucxJcCgdHZXRKd2tzEhcuYXV0aC52MS5HZXRKd2tzUmVxdWVzdBoYLmF1dGgudjEuR2V0Sndrc1Jlc3BvbnNlIh6C0+STAhgSFi8ud2VsbC1rbm93bi9qd2tzLmpzb25iBnByb3RvMw", [file_google_api_annotations]);
+  fileDesc("ChthdXRoL3YxL3Rva2VuX3NlcnZpY2UucHJvdG8SB2F1dGgudjEiTQoRSXNzdWVUb2tlblJlcXVlc3QSDgoGc2NvcGVzGAEgAygJEhgKC3R0bF9zZWNvbmRzGAIgASgFSACIAQFCDgoMX3R0bF9zZWNvbmRzInMKEklzc3VlVG9rZW5SZXNwb25zZRIUCgxhY2Nlc3NfdG9rZW4YASABKAkSEgoKdG9rZW5fdHlwZRgCIAEoCRISCgpleHBpcmVzX2F0GAMgASgJEg4KBnNjb3BlcxgEIAMoCRIPCgdzdWJqZWN0GAUgASgJIhAKDkdldEp3a3NSZXF1ZXN0Ii0KD0dldEp3a3NSZXNwb25zZRIaCgRrZXlzGAEgAygLMgwuYXV0aC52MS5Kd2siUQoDSndrEgsKA2t0eRgBIAEoCRILCgNjcnYYAiABKAkSCQoBeBgDIAEoCRILCgNraWQYBCABKAkSCwoDYWxnGAUgASgJEgsKA3VzZRgGIAEoCTLNAQoMVG9rZW5TZXJ2aWNlElwKCklzc3VlVG9rZW4SGi5hdXRoLnYxLklzc3VlVG9rZW5SZXF1ZXN0GhsuYXV0aC52MS5Jc3N1ZVRva2VuUmVzcG9uc2UiFYLT5JMCDzoBKiIKL3YxL3Rva2VucxJfCgdHZXRKd2tzEhcuYXV0aC52MS5HZXRKd2tzUmVxdWVzdBoYLmF1dGgudjEuR2V0Sndrc1Jlc3BvbnNlIiGQAgGC0+STAhgSFi8ud2VsbC1rbm93bi9qd2tzLmpzb25iBnByb3RvMw", [file_google_api_annotations]);
 
 /**
  * The capabilities and lifetime wanted.
@@ -192,7 +192,8 @@ export const TokenService: GenService<{
   /**
    * Exchanges a root token ("authorization: Bearer <root token>") for an access token: an
    * Ed25519-signed JWT (typ "at+jwt") bound to the root token's subject DID and carrying the asked
-   * scopes. A scope the root token may not grant is PERMISSION_DENIED.
+   * scopes. A scope the root token may not grant is PERMISSION_DENIED. Answers are never cached
+   * ("cache-control: no-store", RFC 6749 §5.1).
    *
    * @generated from rpc auth.v1.TokenService.IssueToken
    */
@@ -203,6 +204,8 @@ export const TokenService: GenService<{
   },
   /**
    * Returns the public keys that verify access tokens, as a JSON Web Key Set (RFC 7517).
+   * Side-effect free (Connect GET); answers carry an ETag and must be revalidated, so a key that
+   * was just rotated in is seen at once.
    *
    * @generated from rpc auth.v1.TokenService.GetJwks
    */

@@ -1,0 +1,109 @@
+import type { Message } from "@bufbuild/protobuf";
+import { base64Encode } from "@bufbuild/protobuf/wire";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import { Code, ConnectError } from "@connectrpc/connect";
+import { ACCEPT_ENCODING, decompress, negotiateEncoding } from "../compression.js";
+import type { HttpExchange } from "../http-exchange.js";
+import { answerConditionally } from "../http-caching.js";
+import { codeName, httpStatusOf } from "../status-codes.js";
+import type { UnaryMethod } from "../unary-invoker.js";
+import type { RpcContext } from "./rpc-context.js";
+import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc-answers.js";
+import { decodeUtf8, detailsOf, messageFromBinary, messageFromJson, messageToBinary, messageToJson, parseJson } from "./message-codec.js";
+import { parseConnectTimeout } from "./timeouts.js";
+
+/**
+ * Connect's unary protocol (connectrpc.com/docs/protocol): POST with the message as the body, or
+ * GET with it in the query for methods marked NO_SIDE_EFFECTS, so browsers and CDNs can cache
+ * them. JSON or binary, with HTTP's content codings; errors are JSON bodies with the code's HTTP
+ * status, and trailers travel as "trailer-" headers.
+ */
+
+/** Whether a content type is one of Connect's unary ones (JSON or binary), and which. */
+export function connectUnaryCodec(contentType: string | undefined): "json" | "proto" | undefined {
+  if (contentType === undefined) return undefined;
+  const type = contentType.toLowerCase();
+  if (type === "application/proto") return "proto";
+  if (type === "application/json" || /^application\/json; ?charset=utf-?8$/.test(type)) return "json";
+  return undefined;
+}
+
+export function allowsGet(target: UnaryMethod): boolean {
+  return target.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
+}
+
+export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange, target: UnaryMethod): Promise<void> {
+  const isGet = exchange.method === "GET";
+  if (isGet && !allowsGet(target)) {
+    exchange.respond(405, { allow: "POST", "content-type": "application/json" }, errorBody(unimplementedGet()));
+    return;
+  }
+  const query = isGet ? new URLSearchParams(exchange.query) : undefined;
+  const codec = query === undefined ? connectUnaryCodec(exchange.header("content-type")) : getCodec(query);
+  if (codec === undefined) {
+    exchange.respond(415, { "accept-post": "application/json, application/proto" });
+    return;
+  }
+  const responseEncoding = negotiateEncoding(exchange.header("accept-encoding"));
+  let outcome;
+  try {
+    const timeout = parseConnectTimeout(exchange.header("connect-timeout-ms"));
+    if (typeof timeout === "object") throw new ConnectError(timeout.error, Code.InvalidArgument);
+    const input = await readInput(rpc, exchange, target, codec, query);
+    outcome = await rpc.invoke(target, input, { exchange, protocolName: "connect", timeoutMs: timeout });
+  } catch (error) {
+    outcome = { ok: false as const, error: errorOf(error, rpc.log) };
+  }
+  if (exchange.done) return;
+  if (!outcome.ok) {
+    const headers = addHeaders(addHeaders({}, outcome.header), outcome.error.metadata);
+    addHeaders(headers, outcome.trailer, "trailer-");
+    if (outcome.error instanceof UnsupportedEncodingError) headers["accept-encoding"] = ACCEPT_ENCODING;
+    await sendBody(exchange, httpStatusOf(outcome.error.code), headers, errorBody(outcome.error), "application/json", responseEncoding);
+    return;
+  }
+  const headers = addHeaders(addHeaders({}, outcome.header), outcome.trailer, "trailer-");
+  const body = codec === "proto" ? messageToBinary(target.method.output, outcome.message) : Buffer.from(messageToJson(target.method.output, outcome.message));
+  if (isGet && answerConditionally(exchange, headers, body)) return;
+  await sendBody(exchange, 200, headers, body, codec === "proto" ? "application/proto" : "application/json", responseEncoding);
+}
+
+function getCodec(query: URLSearchParams): "json" | "proto" | undefined {
+  const encoding = query.get("encoding");
+  return encoding === "json" || encoding === "proto" ? encoding : undefined;
+}
+
+async function readInput(
+  rpc: RpcContext,
+  exchange: HttpExchange,
+  target: UnaryMethod,
+  codec: "json" | "proto",
+  query: URLSearchParams | undefined,
+): Promise<Message> {
+  let bytes: Uint8Array;
+  let encoding;
+  if (query !== undefined) {
+    encoding = requestEncoding("compression", query.get("compression"));
+    const text = query.get("message") ?? "";
+    bytes = query.get("base64") === "1" ? Buffer.from(text, "base64url") : Buffer.from(text, "utf8");
+    if (bytes.byteLength > rpc.maxBodyBytes) throw new ConnectError(`message: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
+  } else {
+    encoding = requestEncoding("content-encoding", exchange.header("content-encoding"));
+    bytes = await exchange.readBody(rpc.maxBodyBytes);
+  }
+  if (encoding !== undefined) bytes = await decompress(encoding, bytes, rpc.maxBodyBytes);
+  if (codec === "proto") return messageFromBinary(target.method.input, bytes);
+  // An empty JSON body is the empty message, as Connect's own clients send for GET-less calls.
+  if (bytes.byteLength === 0) return messageFromJson(target.method.input, {});
+  return messageFromJson(target.method.input, parseJson(decodeUtf8(bytes)));
+}
+
+function unimplementedGet(): ConnectError {
+  return new ConnectError("this method has side effects: call it with POST", Code.Unimplemented);
+}
+
+/** Connect's error body: code name, message and details (type name, base64 value). */
+export function errorBody(error: ConnectError): Buffer {
+  const details = detailsOf(error).map((detail) => ({ type: detail.type, value: base64Encode(detail.value, "std_raw") }));
+  return Buffer.from(JSON.stringify({ code: codeName(error.code), message: error.rawMessage, details }));
+}

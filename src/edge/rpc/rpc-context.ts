@@ -1,0 +1,11 @@
+import type { ErrorLogger } from "../error-mapping.js";
+import type { UnaryInvoker } from "../unary-invoker.js";
+
+/** What every protocol's server needs besides the exchange: how to call, limits, logging. */
+export interface RpcContext {
+  readonly invoke: UnaryInvoker;
+  /** Largest request body (after decompression) accepted. */
+  readonly maxBodyBytes: number;
+  /** Unexpected errors: logged, answered as internal. */
+  readonly log: ErrorLogger;
+}
