@@ -74,11 +74,18 @@ function asBuffer(body: Uint8Array): Buffer {
   return Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
 }
 
-/** The answer's headers after those set on the exchange beforehand; Vary lists both. */
+/**
+ * The answer's headers with those set on the exchange beforehand added (Vary lists both). The
+ * answer's own object is completed in place: callers build it for this one answer.
+ */
 function withPreset(preset: Record<string, string>, headers: ResponseHeaders): ResponseHeaders {
-  const all: ResponseHeaders = { ...preset, ...headers };
-  if (preset.vary !== undefined && headers.vary !== undefined) all.vary = `${preset.vary}, ${String(headers.vary)}`;
-  return all;
+  for (const name in preset) {
+    const value = preset[name] as string;
+    const own = headers[name];
+    if (own === undefined) headers[name] = value;
+    else if (name === "vary") headers.vary = `${value}, ${String(own)}`;
+  }
+  return headers;
 }
 
 function declaredLength(headers: IncomingHttpHeaders): number | undefined {
@@ -133,132 +140,175 @@ function readLimited(
   });
 }
 
-/** An HTTP/1.1 request (or an HTTP/2 one through the compatibility layer). */
+/**
+ * An HTTP/1.1 request (or an HTTP/2 one through the compatibility layer). Exchanges are classes
+ * rather than object literals of closures: one is made per request, on the hot path, and methods
+ * on a prototype cost no allocation.
+ */
+class NodeExchange implements HttpExchange {
+  readonly httpVersion: 1 | 2;
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  readonly headers: IncomingHttpHeaders;
+  #preset: Record<string, string> = {};
+  #answered = false;
+  #closeConnection = false;
+
+  constructor(
+    readonly req: NodeRequest,
+    readonly res: NodeResponse,
+  ) {
+    const target = splitTarget(req.url ?? "/");
+    this.httpVersion = req.httpVersionMajor === 2 ? 2 : 1;
+    this.method = req.method ?? "GET";
+    this.path = target.path;
+    this.query = target.query;
+    this.headers = req.headers;
+  }
+
+  get remoteAddress(): string | undefined {
+    return this.req.socket?.remoteAddress;
+  }
+
+  header(name: string): string | undefined {
+    return headerValue(this.headers, name);
+  }
+
+  setHeader(name: string, value: string): void {
+    this.#preset[name] = value;
+  }
+
+  readBody(maxBytes: number): Promise<Buffer> {
+    return readLimited(this.req, this.headers, maxBytes, (hopeless) => {
+      if (!hopeless) return; // node drops the rest of the body once the answer is sent (IncomingMessage._dump)
+      this.#closeConnection = true;
+      // Already answered: nothing more will be read from this connection.
+      if (this.#answered) this.req.socket?.destroy();
+    });
+  }
+
+  respond(status: number, headers: ResponseHeaders, body?: Uint8Array): void {
+    const { req, res } = this;
+    if (this.#answered || res.writableEnded || res.destroyed) return;
+    this.#answered = true;
+    const all = withPreset(this.#preset, headers);
+    if (this.#closeConnection && req.httpVersionMajor === 1) all.connection = "close";
+    const hasBody = body !== undefined && body.byteLength > 0;
+    if (hasBody) all["content-length"] = body.byteLength;
+    res.writeHead(status, all as Record<string, string>);
+    if (hasBody && req.method !== "HEAD") res.end(asBuffer(body));
+    else res.end();
+  }
+
+  get done(): boolean {
+    return this.#answered || this.res.destroyed || this.res.writableEnded;
+  }
+
+  onClientGone(listener: () => void): void {
+    this.res.once("close", () => {
+      if (!this.#answered) listener();
+    });
+  }
+
+  nodeObjects(): { req: NodeRequest; res: NodeResponse } {
+    for (const [name, value] of Object.entries(this.#preset)) this.res.setHeader(name, value);
+    return { req: this.req, res: this.res };
+  }
+}
+
 export function exchangeFromNode(req: NodeRequest, res: NodeResponse): HttpExchange {
-  const { path, query } = splitTarget(req.url ?? "/");
-  const preset: Record<string, string> = {};
-  let answered = false;
-  let closeConnection = false;
-  return {
-    httpVersion: req.httpVersionMajor === 2 ? 2 : 1,
-    method: req.method ?? "GET",
-    path,
-    query,
-    headers: req.headers,
-    remoteAddress: req.socket?.remoteAddress,
-    header: (name) => headerValue(req.headers, name),
-    setHeader(name, value) {
-      preset[name] = value;
-    },
-    readBody(maxBytes) {
-      return readLimited(req, req.headers, maxBytes, (hopeless) => {
-        if (hopeless) {
-          closeConnection = true;
-          // Already answered: nothing more will be read from this connection.
-          if (answered) req.socket?.destroy();
-        }
-        // Otherwise node drops the rest of the body once the answer is sent (IncomingMessage._dump).
-      });
-    },
-    respond(status, headers, body, trailers) {
-      if (answered || res.writableEnded || res.destroyed) return;
-      answered = true;
-      void trailers;
-      const all = withPreset(preset, headers);
-      if (closeConnection && req.httpVersionMajor === 1) all.connection = "close";
-      if (body !== undefined && body.byteLength > 0) {
-        all["content-length"] = body.byteLength;
-        res.writeHead(status, all as Record<string, string>);
-        if (req.method === "HEAD") res.end();
-        else res.end(asBuffer(body));
-      } else {
-        res.writeHead(status, all as Record<string, string>);
-        res.end();
-      }
-    },
-    get done() {
-      return answered || res.destroyed || res.writableEnded;
-    },
-    onClientGone(listener) {
-      res.once("close", () => {
-        if (!answered) listener();
-      });
-    },
-    nodeObjects() {
-      for (const [name, value] of Object.entries(preset)) res.setHeader(name, value);
-      return { req, res };
-    },
-  };
+  return new NodeExchange(req, res);
 }
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
 
 /** An HTTP/2 stream, served through node's stream API. */
+class StreamExchange implements HttpExchange {
+  readonly httpVersion = 2;
+  readonly method: string;
+  readonly path: string;
+  readonly query: string;
+  #preset: Record<string, string> = {};
+  #answered = false;
+  #endStream = false;
+  #nodeObjects: { req: NodeRequest; res: NodeResponse } | undefined;
+
+  constructor(
+    readonly stream: ServerHttp2Stream,
+    readonly headers: http2.IncomingHttpHeaders,
+    readonly rawHeaders: readonly string[],
+  ) {
+    const target = splitTarget(headers[":path"] ?? "/");
+    this.method = headers[":method"] ?? "GET";
+    this.path = target.path;
+    this.query = target.query;
+  }
+
+  get remoteAddress(): string | undefined {
+    return this.stream.session?.socket?.remoteAddress;
+  }
+
+  header(name: string): string | undefined {
+    return headerValue(this.headers, name);
+  }
+
+  setHeader(name: string, value: string): void {
+    this.#preset[name] = value;
+  }
+
+  readBody(maxBytes: number): Promise<Buffer> {
+    return readLimited(this.stream, this.headers, maxBytes, (hopeless) => {
+      // The rest of the body is not wanted: once the answer is out, RST_STREAM(NO_ERROR) tells
+      // the client to stop sending (RFC 9113 §8.1) without failing the response it got.
+      this.#endStream = true;
+      if (hopeless && this.#answered && !this.stream.destroyed) this.stream.close(NGHTTP2_NO_ERROR);
+    });
+  }
+
+  respond(status: number, headers: ResponseHeaders, body?: Uint8Array, trailers?: ResponseHeaders): void {
+    const { stream } = this;
+    if (this.#answered || stream.destroyed || stream.closed) return;
+    this.#answered = true;
+    const all = withPreset(this.#preset, headers) as http2.OutgoingHttpHeaders;
+    all[":status"] = status;
+    const hasBody = body !== undefined && body.byteLength > 0;
+    if (hasBody) all["content-length"] = body.byteLength;
+    if (!hasBody && trailers === undefined) {
+      stream.respond(all, { endStream: true });
+    } else {
+      stream.respond(all, { endStream: false, waitForTrailers: trailers !== undefined });
+      if (trailers !== undefined) stream.once("wantTrailers", () => stream.sendTrailers(trailers as http2.OutgoingHttpHeaders));
+      if (hasBody && this.method !== "HEAD") stream.end(body);
+      else stream.end();
+    }
+    if (this.#endStream) stream.close(NGHTTP2_NO_ERROR);
+  }
+
+  get done(): boolean {
+    return this.#answered || this.stream.destroyed || this.stream.closed;
+  }
+
+  onClientGone(listener: () => void): void {
+    this.stream.once("close", () => {
+      if (!this.#answered) listener();
+    });
+  }
+
+  nodeObjects(): { req: NodeRequest; res: NodeResponse } {
+    if (this.#nodeObjects === undefined) {
+      const res = new http2.Http2ServerResponse(this.stream);
+      for (const [name, value] of Object.entries(this.#preset)) res.setHeader(name, value);
+      this.#nodeObjects = { req: new http2.Http2ServerRequest(this.stream, this.headers, {}, [...this.rawHeaders]), res };
+    }
+    return this.#nodeObjects;
+  }
+}
+
 export function exchangeFromStream(
   stream: ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
   rawHeaders: readonly string[],
 ): HttpExchange {
-  const { path, query } = splitTarget(headers[":path"] ?? "/");
-  const method = headers[":method"] ?? "GET";
-  const preset: Record<string, string> = {};
-  let answered = false;
-  let endStream = false;
-  let nodeObjects: { req: NodeRequest; res: NodeResponse } | undefined;
-  return {
-    httpVersion: 2,
-    method,
-    path,
-    query,
-    headers,
-    get remoteAddress() {
-      return stream.session?.socket?.remoteAddress;
-    },
-    header: (name) => headerValue(headers, name),
-    setHeader(name, value) {
-      preset[name] = value;
-    },
-    readBody(maxBytes) {
-      return readLimited(stream, headers, maxBytes, (hopeless) => {
-        // The rest of the body is not wanted: once the answer is out, RST_STREAM(NO_ERROR) tells
-        // the client to stop sending (RFC 9113 §8.1) without failing the response it got.
-        endStream = true;
-        if (hopeless && answered && !stream.destroyed) stream.close(NGHTTP2_NO_ERROR);
-      });
-    },
-    respond(status, responseHeaders, body, trailers) {
-      if (answered || stream.destroyed || stream.closed) return;
-      answered = true;
-      const all = withPreset(preset, responseHeaders) as http2.OutgoingHttpHeaders;
-      all[":status"] = status;
-      const hasBody = body !== undefined && body.byteLength > 0;
-      if (hasBody) all["content-length"] = body.byteLength;
-      if (!hasBody && trailers === undefined) {
-        stream.respond(all, { endStream: true });
-      } else {
-        stream.respond(all, { endStream: false, waitForTrailers: trailers !== undefined });
-        if (trailers !== undefined) {
-          stream.once("wantTrailers", () => stream.sendTrailers(trailers as http2.OutgoingHttpHeaders));
-        }
-        stream.end(hasBody && method !== "HEAD" ? body : undefined);
-      }
-      if (endStream) stream.close(NGHTTP2_NO_ERROR);
-    },
-    get done() {
-      return answered || stream.destroyed || stream.closed;
-    },
-    onClientGone(listener) {
-      stream.once("close", () => {
-        if (!answered) listener();
-      });
-    },
-    nodeObjects() {
-      if (nodeObjects === undefined) {
-        const res = new http2.Http2ServerResponse(stream);
-        for (const [name, value] of Object.entries(preset)) res.setHeader(name, value);
-        nodeObjects = { req: new http2.Http2ServerRequest(stream, headers, {}, [...rawHeaders]), res };
-      }
-      return nodeObjects;
-    },
-  };
+  return new StreamExchange(stream, headers, rawHeaders);
 }
