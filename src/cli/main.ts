@@ -65,6 +65,9 @@ async function serve(args: string[]): Promise<number> {
   const registry = await startRegistry(config, { logger });
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
+      // A second signal, of either kind, takes its default action: the process ends at once.
+      process.off("SIGINT", stop);
+      process.off("SIGTERM", stop);
       logger.info("shutting down", { signal });
       resolve();
     };
