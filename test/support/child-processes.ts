@@ -4,18 +4,28 @@ import net from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { loadConfig } from "../../src/config.js";
 
 /** The project's own CLI entry, run as a real process (through tsx, as `npm start` does). */
 export const REGISTRY_BIN = fileURLToPath(new URL("../../bin/registry.js", import.meta.url));
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
-/** Every variable the registry reads; a child gets none of them from the test's environment unless given. */
-const REGISTRY_VARIABLES = [
-  "PORT", "HOST", "DATABASE_URL", "REGISTRY_DATA_DIR", "AUTH_URL", "TOKEN_AUDIENCE", "PUBLIC_URL",
-  "REGISTRY_ROLE", "REGISTRY_ENTRY_TYPES", "AUTH_MAX_TTL_SECONDS", "DATABASE_POOL_MAX",
-  "RATE_LIMIT_RPS", "RATE_LIMIT_BURST", "TRUST_PROXY", "REDIS_URL", "REGISTRY_CURSOR_SECRET",
-  "REGISTRY_CURSOR_TTL_SECONDS", "DISCOVERY_TIMEOUT_MS", "DISCOVERY_TOTAL_LIMIT",
-];
+/**
+ * Every variable the registry reads, found by letting loadConfig read an environment that records
+ * what is asked of it: a child gets none of them from the test's environment unless given, and a
+ * new setting needs no list kept by hand.
+ */
+const REGISTRY_VARIABLES: readonly string[] = (() => {
+  const read = new Set<string>();
+  const recorder = new Proxy({} as Record<string, string | undefined>, {
+    get(_target, name) {
+      if (typeof name === "string") read.add(name);
+      return undefined;
+    },
+  });
+  loadConfig(recorder);
+  return [...read];
+})();
 
 /** The test process's environment without the registry's variables, plus `overrides`. */
 export function childEnv(overrides: Record<string, string | undefined>): NodeJS.ProcessEnv {
