@@ -206,11 +206,12 @@ async function startRegistry(databaseUrl: string, profileName?: string): Promise
     // The registry reads only its own variables; leave none of the caller's to change what is measured.
     if (!/^(REGISTRY_|DATABASE_|AUTH_|PUBLIC_URL|TOKEN_|CORS_|MAX_BODY|STATEMENT_TIMEOUT|RATE_LIMIT_|TRUST_PROXY|REDIS_URL|DISCOVERY_|PORT$|HOST$)/.test(key)) env[key] = value;
   }
-  // The load comes from one address, so per-client limits are off: they would measure refusals.
+  // The load comes from one address and one publisher, so per-client and per-publisher limits are
+  // off: they would measure refusals.
   // --with-rate-limit keeps the limiter on with a bucket no load empties, to measure what
   // deciding costs (the Postgres store: one statement per read).
   const rateLimit = args["with-rate-limit"] === true ? "1000000" : "0";
-  Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production", RATE_LIMIT_RPS: rateLimit, RATE_LIMIT_BURST: "1000000" });
+  Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production", RATE_LIMIT_RPS: rateLimit, RATE_LIMIT_BURST: "1000000", WRITE_RATE_LIMIT_RPS: "0" });
   // --rate-limit-redis URL: the limiter's buckets in that Redis instead of Postgres.
   if (args["rate-limit-redis"] !== undefined) env.REDIS_URL = args["rate-limit-redis"];
   // Extra node flags for the server only, e.g. BENCH_SERVER_NODE_ARGS=--trace-gc to study memory.

@@ -11,11 +11,11 @@ import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./domain/page-cursor.js";
 import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
 import { contextValuesFor, createClientAddressResolver } from "./edge/client-address.js";
-import { createRateLimitInterceptor } from "./edge/rate-limit-interceptor.js";
+import { createRateLimitInterceptor, createWriteLimit, type AddressLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
 import { createMemoryBucketStore, type BucketStore } from "./rate-limits/bucket-store.js";
 import { createPostgresBucketStore } from "./rate-limits/postgres-bucket-store.js";
 import { createRedisBucketStore } from "./rate-limits/redis-bucket-store.js";
-import { createRateLimiter, type RateLimiter } from "./rate-limits/rate-limiter.js";
+import { createRateLimiter, type RateLimiter, type RateLimitPolicyLimits } from "./rate-limits/rate-limiter.js";
 import { createHealthService } from "./edge/health-service.js";
 import { createProtocolServer } from "./edge/protocol-server.js";
 import { reflectionServiceDescriptors, registerReflection } from "./edge/reflection-service.js";
@@ -68,16 +68,18 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   // Connect links every call in flight to this signal: one listener each, legitimately many.
   setMaxListeners(0, shutdown.signal);
   const entryStore = await openEntryRepository(config, database, logger);
-  const services = await createServices(config, database, entryStore.repository);
   // Built (and TRUST_PROXY checked) at start whatever the limits; used only when limiting, the
   // one reader of the client address, so without it no request pays for resolving one.
   const resolveClientAddress = createClientAddressResolver(config.trustProxy);
   const limiter = await openRateLimiter(config, database, logger);
   const contextValues = limiter === undefined ? undefined : contextValuesFor(resolveClientAddress);
+  const limitWrite = limiter?.policies.has("writes") ? createWriteLimit(limiter) : undefined;
+  const services = await createServices(config, database, entryStore.repository, limitWrite);
+  const addressLimits = ADDRESS_LIMITS.filter(({ policy }) => limiter?.policies.has(policy));
   // The limiter runs first (outermost): a refused call costs nothing more, and its headers reach
   // every answer, errors (already mapped to Connect errors) included.
   const interceptors = [
-    ...(limiter === undefined ? [] : [createRateLimitInterceptor({ limiter, methods: RATE_LIMITED_METHODS })]),
+    ...(limiter === undefined || addressLimits.length === 0 ? [] : [createRateLimitInterceptor({ limiter, limits: addressLimits })]),
     createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error))),
   ];
   const isReady = () => database.ping(config.readinessTimeoutMs).then(() => true);
@@ -163,13 +165,48 @@ async function prepareSchema(config: RegistryConfig, database: Database): Promis
   }
 }
 
-/** The reads limited per client address (CONTRACT 9); writes need a token instead. */
-const RATE_LIMITED_METHODS = [
-  RegistryService.method.resolveEntry,
-  RegistryService.method.listEntryVersions,
-  RegistryService.method.discoverEntries,
-  RegistryService.method.queryEntries,
+/**
+ * The limits keyed by client address, with the methods they apply to: reads (CONTRACT 9) and
+ * token issuance. Writes are limited per publisher, in their handlers (createWriteLimit).
+ */
+const ADDRESS_LIMITS: readonly AddressLimit[] = [
+  {
+    policy: "reads",
+    methods: [
+      RegistryService.method.resolveEntry,
+      RegistryService.method.listEntryVersions,
+      RegistryService.method.discoverEntries,
+      RegistryService.method.queryEntries,
+    ],
+  },
+  { policy: "tokens", methods: [TokenService.method.issueToken] },
 ];
+
+/**
+ * Reads wait little for the limiter's store: it must not add their latency. Writes and token
+ * requests wait on the database anyway, and a store slowed down by a flood of them must not
+ * hand the flood over to per-process buckets.
+ */
+const READ_STORE_TIMEOUT_MS = 100;
+const WRITE_STORE_TIMEOUT_MS = 1_000;
+
+/** The limits this role enforces: those of the services it serves, less those set to 0. */
+function rateLimitPolicies(config: RegistryConfig): Record<string, RateLimitPolicyLimits> {
+  const servesRegistry = config.role !== "auth";
+  const servesTokens = config.role !== "registry";
+  const policies: Record<string, RateLimitPolicyLimits> = {};
+  const storeTimeoutMs = WRITE_STORE_TIMEOUT_MS;
+  if (servesRegistry && config.rateLimitRps > 0) {
+    policies.reads = { rate: config.rateLimitRps, burst: config.rateLimitBurst, storeTimeoutMs: READ_STORE_TIMEOUT_MS };
+  }
+  if (servesRegistry && config.writeRateLimitRps > 0) {
+    policies.writes = { rate: config.writeRateLimitRps, burst: config.writeRateLimitBurst, storeTimeoutMs };
+  }
+  if (servesTokens && config.tokenRateLimitRps > 0) {
+    policies.tokens = { rate: config.tokenRateLimitRps, burst: config.tokenRateLimitBurst, storeTimeoutMs };
+  }
+  return policies;
+}
 
 /**
  * Buckets shared by replicas: in Redis when configured, else in Postgres. The embedded database
@@ -177,7 +214,8 @@ const RATE_LIMITED_METHODS = [
  * there the buckets stay in memory.
  */
 async function openRateLimiter(config: RegistryConfig, database: Database, logger: Logger): Promise<RateLimiter | undefined> {
-  if (config.rateLimitRps === 0 || config.role === "auth") return undefined;
+  const policies = rateLimitPolicies(config);
+  if (Object.keys(policies).length === 0) return undefined;
   let store: BucketStore;
   if (config.redisUrl !== "") {
     store = await createRedisBucketStore({
@@ -189,7 +227,7 @@ async function openRateLimiter(config: RegistryConfig, database: Database, logge
   } else {
     store = createMemoryBucketStore();
   }
-  return createRateLimiter({ limits: { rate: config.rateLimitRps, burst: config.rateLimitBurst }, store, logger });
+  return createRateLimiter({ policies, store, logger });
 }
 
 /**
@@ -219,7 +257,12 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
 }
 
 /** The implementations of the services this role serves. */
-async function createServices(config: RegistryConfig, database: Database, entryRepository: EntryRepository): Promise<ServedService[]> {
+async function createServices(
+  config: RegistryConfig,
+  database: Database,
+  entryRepository: EntryRepository,
+  limitWrite: WriteLimit | undefined,
+): Promise<ServedService[]> {
   const services: ServedService[] = [];
   const authRepository = createKnexAuthRepository(database.knex);
   const issuer =
@@ -247,6 +290,7 @@ async function createServices(config: RegistryConfig, database: Database, entryR
     discovery,
     authenticate: (header) => verifier.authenticate(header),
     resolveMaxAgeSeconds: config.resolveMaxAgeSeconds,
+    limitWrite,
   });
   services.push(servedService(RegistryService, impl));
   return services;

@@ -68,6 +68,14 @@ export interface RegistryConfig {
   readonly rateLimitRps: number;
   /** Read requests a client IP may make at once before the rate applies (token bucket size). */
   readonly rateLimitBurst: number;
+  /** Creates and revokes per second allowed per publisher (the token's subject); 0 turns write limiting off. */
+  readonly writeRateLimitRps: number;
+  /** Writes a publisher may make at once before the rate applies (token bucket size). */
+  readonly writeRateLimitBurst: number;
+  /** Token requests (POST /v1/tokens) per second allowed per client IP; 0 turns this limit off. */
+  readonly tokenRateLimitRps: number;
+  /** Token requests a client IP may make at once before the rate applies. */
+  readonly tokenRateLimitBurst: number;
   /** Networks (CIDRs) of proxies whose X-Forwarded-For is believed; empty believes none. */
   readonly trustProxy: readonly string[];
   /** Redis URL for rate-limit buckets shared by replicas; empty uses the database instead. */
@@ -130,8 +138,12 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     cursorTtlSeconds: integer(env, "REGISTRY_CURSOR_TTL_SECONDS", 86_400, 1, 30 * 86_400),
     discoveryTimeoutMs,
     discoveryTotalLimit: integer(env, "DISCOVERY_TOTAL_LIMIT", 1_000, 0, 100_000_000),
-    rateLimitRps: integer(env, "RATE_LIMIT_RPS", 100, 0, 1_000_000),
+    rateLimitRps: rate(env, "RATE_LIMIT_RPS", 100),
     rateLimitBurst: integer(env, "RATE_LIMIT_BURST", 200, 1, 1_000_000),
+    writeRateLimitRps: rate(env, "WRITE_RATE_LIMIT_RPS", 10),
+    writeRateLimitBurst: integer(env, "WRITE_RATE_LIMIT_BURST", 100, 1, 1_000_000),
+    tokenRateLimitRps: rate(env, "TOKEN_RATE_LIMIT_RPS", 1),
+    tokenRateLimitBurst: integer(env, "TOKEN_RATE_LIMIT_BURST", 10, 1, 1_000_000),
     trustProxy: env.TRUST_PROXY === undefined || env.TRUST_PROXY.trim() === "" ? [] : list(env.TRUST_PROXY, "TRUST_PROXY"),
     redisUrl: env.REDIS_URL ?? "",
     firstBytesTimeoutMs: integer(env, "FIRST_BYTES_TIMEOUT_MS", 10_000, 1, 3_600_000),
@@ -166,6 +178,17 @@ function integer(env: Env, name: string, fallback: number, min: number, max: num
   const value = Number(text);
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, not "${text}"`);
+  }
+  return value;
+}
+
+/** Requests per second for a token bucket: fractions allowed (0.1 is one every 10 s), 0 turns it off. */
+function rate(env: Env, name: string, fallback: number): number {
+  const text = env[name];
+  if (text === undefined || text === "") return fallback;
+  const value = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text.trim()) || !(value >= 0 && value <= 1_000_000)) {
+    throw new ConfigError(`${name} must be a number of requests per second from 0 to 1000000 (0 turns the limit off), not "${text}"`);
   }
   return value;
 }

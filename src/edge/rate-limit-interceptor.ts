@@ -1,40 +1,48 @@
 import { create } from "@bufbuild/protobuf";
 import { DurationSchema } from "@bufbuild/protobuf/wkt";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type HandlerContext, type Interceptor } from "@connectrpc/connect";
+import type { Principal } from "../auth/principal.js";
 import type { RateLimitDecision, RateLimiter } from "../rate-limits/rate-limiter.js";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { clientAddressKey } from "./client-address.js";
 
-export interface RateLimitInterceptorOptions {
-  readonly limiter: RateLimiter;
-  /** The methods whose calls draw from the caller's bucket. */
+/**
+ * The limits the edge applies, each a policy of the limiter with buckets of its own: its name is
+ * also the policy's name in the RateLimit headers.
+ * - reads: resolves, version lists and discovery, per client address;
+ * - writes: creates and revokes, per publisher (the token's subject), or per client address for
+ *   a caller whose token did not verify;
+ * - tokens: token issuance, per client address.
+ */
+export type RateLimitPolicy = "reads" | "writes" | "tokens";
+
+/** What a refusal says each policy counts. */
+const COUNTED: Record<RateLimitPolicy, string> = { reads: "reads", writes: "writes", tokens: "token requests" };
+
+export interface AddressLimit {
+  readonly policy: RateLimitPolicy;
+  /** The methods whose calls draw from the caller's bucket under this policy. */
   readonly methods: readonly DescMethod[];
 }
 
+export interface RateLimitInterceptorOptions {
+  readonly limiter: RateLimiter;
+  readonly limits: readonly AddressLimit[];
+}
+
 /**
- * Per-client-address limits on the chosen methods, on every protocol alike. Answers carry the
- * IETF RateLimit-Policy / RateLimit headers (draft-ietf-httpapi-ratelimit-headers), so clients can
- * pace themselves; a refusal is resource_exhausted (HTTP 429) with Retry-After and a
- * google.rpc.RetryInfo detail for gRPC clients.
+ * Per-client-address limits on the chosen methods, on every protocol alike (the limits that need
+ * no authentication: reads and token issuance). Answers carry the RateLimit headers, so clients
+ * can pace themselves.
  */
 export function createRateLimitInterceptor(options: RateLimitInterceptorOptions): Interceptor {
-  const limited = new Set(options.methods);
+  const { limiter } = options;
+  const policies = new Map(options.limits.flatMap(({ policy, methods }) => methods.map((method) => [method, policy] as const)));
   return (next) => async (request) => {
-    if (!limited.has(request.method)) return next(request);
-    const decision = await options.limiter.take(request.contextValues.get(clientAddressKey));
-    const headers = rateLimitHeaders(decision);
-    if (!decision.allowed) {
-      const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-      headers.set("retry-after", String(seconds));
-      const retryInfo = create(RetryInfoSchema, { retryDelay: create(DurationSchema, { seconds: BigInt(seconds) }) });
-      throw new ConnectError(
-        `rate limit exceeded: at most ${decision.limit} reads per second per client (bursts of ${decision.burst}); retry in ${seconds} s`,
-        Code.ResourceExhausted,
-        headers,
-        [{ desc: RetryInfoSchema, value: retryInfo }],
-      );
-    }
+    const policy = policies.get(request.method);
+    if (policy === undefined) return next(request);
+    const headers = await admit(limiter, policy, request.contextValues.get(clientAddressKey), "client address");
     try {
       const response = await next(request);
       headers.forEach((value, key) => response.header.set(key, value));
@@ -48,13 +56,55 @@ export function createRateLimitInterceptor(options: RateLimitInterceptorOptions)
 }
 
 /**
- * The bucket as the draft's fields: the policy's quota is the bucket size and its window the time
- * an empty bucket takes to fill; `r` is what is left now and `t` when the bucket is full again.
+ * Draws one write from its bucket. Called by the write handlers once authentication is settled,
+ * which an interceptor (running before the handler) cannot know: a verified caller draws from its
+ * subject's bucket, so only the holder of a valid token can spend a publisher's writes; a caller
+ * whose token did not verify (`undefined`) draws from its address's bucket, so a flood of bad
+ * tokens is limited too. Refuses as the interceptor does; allowed, it sets the same headers.
  */
-function rateLimitHeaders(decision: RateLimitDecision): Headers {
-  const window = Math.max(1, Math.ceil(decision.burst / decision.limit));
+export type WriteLimit = (context: HandlerContext, principal: Principal | undefined) => Promise<void>;
+
+export function createWriteLimit(limiter: RateLimiter): WriteLimit {
+  return async (context, principal) => {
+    // Subjects are DIDs ("did:..."), addresses are IPs: the two kinds of key cannot meet.
+    const headers =
+      principal === undefined
+        ? await admit(limiter, "writes", context.values.get(clientAddressKey), "client address")
+        : await admit(limiter, "writes", principal.subject, "publisher");
+    headers.forEach((value, key) => context.responseHeader.set(key, value));
+  };
+}
+
+/**
+ * Takes a token from `key`'s bucket under `policy` and returns the RateLimit headers for the
+ * answer; past the limit, throws resource_exhausted (HTTP 429) carrying those headers,
+ * Retry-After, and a google.rpc.RetryInfo detail for gRPC clients.
+ */
+async function admit(limiter: RateLimiter, policy: RateLimitPolicy, key: string, per: string): Promise<Headers> {
+  const decision = await limiter.take(policy, key);
+  const headers = rateLimitHeaders(policy, decision);
+  if (decision.allowed) return headers;
+  const seconds = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+  headers.set("retry-after", String(seconds));
+  const retryInfo = create(RetryInfoSchema, { retryDelay: create(DurationSchema, { seconds: BigInt(seconds) }) });
+  throw new ConnectError(
+    `rate limit exceeded: at most ${decision.limit} ${COUNTED[policy]} per second per ${per} (bursts of ${decision.burst}); retry in ${seconds} s`,
+    Code.ResourceExhausted,
+    headers,
+    [{ desc: RetryInfoSchema, value: retryInfo }],
+  );
+}
+
+/**
+ * The bucket as the IETF draft's fields (draft-ietf-httpapi-ratelimit-headers): the policy's
+ * quota is the bucket size and its window the time an empty bucket takes to fill; `r` is what is
+ * left now and `t` when the bucket is full again.
+ */
+function rateLimitHeaders(policy: RateLimitPolicy, decision: RateLimitDecision): Headers {
+  // Less a hair, so that a fractional rate's rounding (3 / 0.1 is 30.000000000000004) is not a second more.
+  const window = Math.max(1, Math.ceil(decision.burst / decision.limit - 1e-9));
   return new Headers({
-    "ratelimit-policy": `"reads";q=${decision.burst};w=${window}`,
-    ratelimit: `"reads";r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`,
+    "ratelimit-policy": `"${policy}";q=${decision.burst};w=${window}`,
+    ratelimit: `"${policy}";r=${decision.remaining};t=${Math.ceil(decision.resetMs / 1000)}`,
   });
 }

@@ -8,6 +8,7 @@ import type { EntryService } from "../entries/entry-service.js";
 import type { DiscoveryService } from "../discovery/discovery-service.js";
 import type { JsonValue } from "../discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../errors.js";
+import type { WriteLimit } from "./rate-limit-interceptor.js";
 import { EntrySchema, type Entry, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
 import type { DiscoverCondition, RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
 
@@ -20,6 +21,8 @@ export interface RegistryServiceImplOptions {
   readonly authenticate: Authenticate;
   /** How long HTTP caches may keep a resolve of name@version; 0 makes them revalidate it too. */
   readonly resolveMaxAgeSeconds: number;
+  /** Draws each create and revoke from its publisher's bucket; absent, writes are not limited. */
+  readonly limitWrite?: WriteLimit;
 }
 
 /** Stored, but checked with the server (ETag, 304) before every use. */
@@ -38,8 +41,21 @@ function resolveCacheControl(did: string, maxAgeSeconds: number): string {
 export function createRegistryServiceImpl(
   options: RegistryServiceImplOptions,
 ): ServiceImpl<typeof RegistryService> {
-  const { entries, discovery, authenticate } = options;
-  const caller = (context: HandlerContext) => authenticate(context.requestHeader.get("authorization"));
+  const { entries, discovery, authenticate, limitWrite } = options;
+
+  /** The verified caller of a write, once the write limit let the call through. */
+  async function caller(context: HandlerContext): Promise<Principal> {
+    let principal: Principal;
+    try {
+      principal = await authenticate(context.requestHeader.get("authorization"));
+    } catch (error) {
+      // Known only by its address: refused there once that bucket is empty, else told why not.
+      await limitWrite?.(context, undefined);
+      throw error;
+    }
+    await limitWrite?.(context, principal);
+    return principal;
+  }
 
   return {
     async createEntry(request, context) {

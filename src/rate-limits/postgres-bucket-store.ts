@@ -7,13 +7,17 @@ import { decisionAt, tokenInterval } from "./gcra.js";
  * One statement per decision, on the database's clock so replicas with skewed clocks agree. A new
  * bucket is full, so its first take is allowed; for an existing one ON CONFLICT locks the row and
  * computes from its current TAT, so concurrent takes of one bucket serialise and never both spend
- * the last token. A refusal keeps the TAT and records the verdict in the row, so RETURNING tells
- * both the verdict and the exact TAT the retry time follows from (SET sees the row's old values).
+ * the last token. The clock is a CTE the insert itself does not read: it is evaluated when first
+ * needed, once the row is locked, so a take that waited for the lock decides on the time it got
+ * it. (Read when the statement began, a take that read the clock before another but reached the
+ * row after it would see that take as made in its future, and refuse a bucket not yet empty.) A
+ * refusal keeps the TAT and records the verdict in the row, so RETURNING tells both the verdict
+ * and the exact TAT the retry time follows from (SET sees the row's old values).
  */
 const TAKE_SQL = `
-  with clock as (select (extract(epoch from clock_timestamp()) * 1000)::float8 as now)
+  with clock as materialized (select (extract(epoch from clock_timestamp()) * 1000)::float8 as now)
   insert into rate_limit_buckets as bucket (key, tat, last_take_allowed)
-  select $1::text, clock.now + $2::float8, true from clock
+  values ($1::text, (extract(epoch from clock_timestamp()) * 1000)::float8 + $2::float8, true)
   on conflict (key) do update set
     last_take_allowed = greatest(bucket.tat, (select now from clock)) + $2::float8 - (select now from clock) <= $3::float8,
     tat = case

@@ -5,13 +5,25 @@ import type { BucketLimits, RateLimitDecision } from "./gcra.js";
 export type { RateLimitDecision } from "./gcra.js";
 
 export interface RateLimiter {
-  /** Takes a token from `key`'s bucket. Never rejects for trouble with the store. */
-  take(key: string): Promise<RateLimitDecision>;
+  /** The policies this limiter enforces; a policy configured off is not among them. */
+  readonly policies: ReadonlySet<string>;
+  /**
+   * Takes a token from `key`'s bucket under `policy`. Each policy's buckets are a namespace of
+   * their own (stored as "policy:key"), so one client's reads never spend its writes. Never
+   * rejects for trouble with the store.
+   */
+  take(policy: string, key: string): Promise<RateLimitDecision>;
   close(): Promise<void>;
 }
 
+export interface RateLimitPolicyLimits extends BucketLimits {
+  /** How long this policy's takes wait for the store before deciding locally; else the limiter's. */
+  readonly storeTimeoutMs?: number;
+}
+
 export interface RateLimiterOptions {
-  readonly limits: BucketLimits;
+  /** Each policy's bucket size and refill rate, by policy name ("reads", "writes", ...). */
+  readonly policies: Readonly<Record<string, RateLimitPolicyLimits>>;
   /** The store replicas share (or a memory store for a single process). */
   readonly store: BucketStore;
   readonly logger: Logger;
@@ -25,15 +37,16 @@ const MAX_REMEMBERED_REFUSALS = 100_000;
 const OUTAGE_LOG_INTERVAL_MS = 60_000;
 
 /**
- * Per-key token buckets in a shared store, with two local guards:
+ * Per-key token buckets in a shared store, under named policies, with two local guards:
  * - A refused client is refused locally until its retry time, so a client far over its limit
  *   costs no store round trips: a flood of requests does not become a flood of writes.
  * - When the store fails or is slow, a local bucket of the same size decides instead (each
- *   process then limits on its own), and the outage is logged at most once a minute: reads do
+ *   process then limits on its own), and the outage is logged at most once a minute: calls do
  *   not fail because the limiter's store did.
  */
 export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
-  const { limits, store, logger } = options;
+  const { store, logger } = options;
+  const policies = new Map(Object.entries(options.policies));
   const clock = options.clock ?? Date.now;
   const timeoutMs = options.storeTimeoutMs ?? 100;
   const fallback = createMemoryBucketStore({ clock });
@@ -71,12 +84,16 @@ export function createRateLimiter(options: RateLimiterOptions): RateLimiter {
   }
 
   return {
-    async take(key) {
+    policies: new Set(policies.keys()),
+    async take(policy, clientKey) {
+      const limits = policies.get(policy);
+      if (limits === undefined) throw new Error(`no rate-limit policy named "${policy}"`);
+      const key = `${policy}:${clientKey}`;
       const known = remembered(key, clock());
       if (known !== undefined) return known;
       let decision: RateLimitDecision;
       try {
-        decision = await withTimeout(store.take(key, limits), timeoutMs);
+        decision = await withTimeout(store.take(key, limits), limits.storeTimeoutMs ?? timeoutMs);
       } catch (error) {
         outage(error);
         return fallback.take(key, limits);

@@ -41,7 +41,9 @@ beforeAll(async () => {
   publisher = await createPublisher();
   db = process.env.DATABASE_URL ? await createTestDatabase() : undefined;
   if (db === undefined) dataDir = await temporaryDirectory("registry-shutdown-");
-  env = childEnv(db === undefined ? { REGISTRY_DATA_DIR: dataDir!.path } : { DATABASE_URL: db.url });
+  // One publisher sends every create: its write limit would answer some of them 429.
+  const limitsOff = { WRITE_RATE_LIMIT_RPS: "0" };
+  env = childEnv(db === undefined ? { ...limitsOff, REGISTRY_DATA_DIR: dataDir!.path } : { ...limitsOff, DATABASE_URL: db.url });
   // Before any server runs: the embedded database belongs to one process at a time.
   const created = await runCli(["root-token", "create", "--subject", publisher.did, "--scopes", "registry.publish.skill"], env);
   expect(created.code, created.stderr).toBe(0);

@@ -23,8 +23,10 @@ export async function startTestRegistry(
   database: Database,
   overrides: Partial<RegistryConfig> = {},
 ): Promise<TestRegistry> {
-  // Rate limits are off unless a test asks for them: suites fire many reads from one address.
-  const config = loadConfig({}, { port: 0, host: "127.0.0.1", rateLimitRps: 0, ...overrides });
+  // Rate limits are off unless a test asks for them: suites fire many reads, writes and token
+  // requests (accessToken below) from one address and one publisher.
+  const limitsOff = { rateLimitRps: 0, writeRateLimitRps: 0, tokenRateLimitRps: 0 };
+  const config = loadConfig({}, { port: 0, host: "127.0.0.1", ...limitsOff, ...overrides });
   // The issuer's own URL is only known once it listens; tokens carry it as `iss`.
   const running = await startRegistry({ ...config, authUrl: overrides.authUrl ?? "http://registry.test" }, { logger, database });
   const repository = createKnexAuthRepository(database.knex);
