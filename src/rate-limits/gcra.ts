@@ -32,15 +32,32 @@ export interface GcraStep {
   readonly tat: number;
 }
 
-/** Milliseconds one token takes to arrive. */
-export const tokenInterval = (limits: BucketLimits): number => 1000 / limits.rate;
+/**
+ * Times are counted in whole grains of 1/1024 ms (about a microsecond, the resolution of the
+ * stores' clocks). Epoch milliseconds lie between 2^40 and 2^41, where a double's step is 2^-12 ms,
+ * so sums of arbitrary fractions round: a TAT of now + 1000/6 lands a hair past now + capacity, and
+ * a bucket of one token would then never be allowed again. Sums of multiples of a power-of-two
+ * grain stay exact (until the year 2248), so every comparison below is exact.
+ */
+export const TIME_GRAIN_MS = 1 / 1024;
+
+/** Down to a whole grain: a TAT on the grain, or `now` rounded in the client's favour. */
+export const toGrain = (ms: number): number => Math.floor(ms / TIME_GRAIN_MS) * TIME_GRAIN_MS;
+
+/**
+ * Milliseconds one token takes to arrive, in whole grains (at least one). Rounded down, so the rate
+ * enforced is never below the rate configured: a client pacing itself at exactly `rate` is never
+ * refused.
+ */
+export const tokenInterval = (limits: BucketLimits): number =>
+  Math.max(1, Math.floor(1000 / limits.rate / TIME_GRAIN_MS)) * TIME_GRAIN_MS;
 
 /** What taking one token at `now` decides, given the stored TAT (undefined: a full bucket). */
 export function takeToken(limits: BucketLimits, now: number, storedTat: number | undefined): GcraStep {
   const interval = tokenInterval(limits);
   const capacity = limits.burst * interval;
   // A TAT in the past means a full bucket: tokens beyond `burst` are not saved up.
-  const start = Math.max(storedTat ?? now, now);
+  const start = toGrain(Math.max(storedTat ?? now, now));
   const next = start + interval;
   if (next - now <= capacity) {
     return { decision: decisionAt(limits, now, next, true), tat: next };

@@ -1,7 +1,7 @@
 import type { Knex } from "knex";
 import { preparedQuery } from "../storage/prepared-query.js";
 import type { BucketStore } from "./bucket-store.js";
-import { decisionAt, tokenInterval } from "./gcra.js";
+import { decisionAt, TIME_GRAIN_MS, tokenInterval } from "./gcra.js";
 
 /**
  * One statement per decision, on the database's clock so replicas with skewed clocks agree. A new
@@ -12,20 +12,20 @@ import { decisionAt, tokenInterval } from "./gcra.js";
  * it. (Read when the statement began, a take that read the clock before another but reached the
  * row after it would see that take as made in its future, and refuse a bucket not yet empty.) A
  * refusal keeps the TAT and records the verdict in the row, so RETURNING tells both the verdict
- * and the exact TAT the retry time follows from (SET sees the row's old values).
+ * and the exact TAT the retry time follows from (SET sees the row's old values). Times are taken
+ * down to whole grains ($4 per ms) exactly as gcra.ts does, so no sum rounds.
  */
+const NOW = "(select now from clock)";
+const START = `floor(greatest(bucket.tat, ${NOW}) * $4::float8) / $4::float8`;
+const FITS = `${START} + $2::float8 - ${NOW} <= $3::float8`;
 const TAKE_SQL = `
   with clock as materialized (select (extract(epoch from clock_timestamp()) * 1000)::float8 as now)
   insert into rate_limit_buckets as bucket (key, tat, last_take_allowed)
-  values ($1::text, (extract(epoch from clock_timestamp()) * 1000)::float8 + $2::float8, true)
+  values ($1::text, floor((extract(epoch from clock_timestamp()) * 1000)::float8 * $4::float8) / $4::float8 + $2::float8, true)
   on conflict (key) do update set
-    last_take_allowed = greatest(bucket.tat, (select now from clock)) + $2::float8 - (select now from clock) <= $3::float8,
-    tat = case
-      when greatest(bucket.tat, (select now from clock)) + $2::float8 - (select now from clock) <= $3::float8
-      then greatest(bucket.tat, (select now from clock)) + $2::float8
-      else bucket.tat
-    end
-  returning bucket.tat, bucket.last_take_allowed as allowed, (select now from clock) as now`;
+    last_take_allowed = ${FITS},
+    tat = case when ${FITS} then ${START} + $2::float8 else bucket.tat end
+  returning bucket.tat, bucket.last_take_allowed as allowed, ${NOW} as now`;
 
 /** Buckets whose TAT passed this long ago are full; their rows can go. */
 const FORGET_AFTER_MS = 60_000;
@@ -51,6 +51,7 @@ export function createPostgresBucketStore(knex: Knex, options: PostgresBucketSto
         key,
         interval,
         limits.burst * interval,
+        1 / TIME_GRAIN_MS,
       ]);
       if (row === undefined) throw new Error("rate_limit_take returned no row");
       return decisionAt(limits, row.now, row.tat, row.allowed);

@@ -1,22 +1,26 @@
 import type { BucketStore } from "./bucket-store.js";
-import { decisionAt, tokenInterval } from "./gcra.js";
+import { decisionAt, TIME_GRAIN_MS, tokenInterval } from "./gcra.js";
 
 /**
  * The same rule as gcra.ts, as one script: Redis runs it atomically, on its own clock, and the key
- * expires when the bucket is full again, so Redis holds only buckets in use. Numbers come back as
- * strings because Redis would truncate Lua's fractions to integers.
+ * expires when the bucket is full again, so Redis holds only buckets in use. Times are taken down
+ * to whole grains (ARGV[3] per ms) as gcra.ts does. Numbers travel as strings, written with 17
+ * digits: Redis would truncate Lua's fractions to integers, and Lua's tostring keeps only 14 digits,
+ * a tenth of a millisecond at today's epoch.
  */
 const TAKE_SCRIPT = `
 local interval = tonumber(ARGV[1])
 local capacity = tonumber(ARGV[2])
+local grains = tonumber(ARGV[3])
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + tonumber(time[2]) / 1000
-local start = math.max(tonumber(redis.call('GET', KEYS[1])) or now, now)
+local start = math.floor(math.max(tonumber(redis.call('GET', KEYS[1])) or now, now) * grains) / grains
+local function exact(ms) return string.format('%.17g', ms) end
 if start + interval - now <= capacity then
-  redis.call('SET', KEYS[1], tostring(start + interval), 'PX', math.ceil(start + interval - now))
-  return {1, tostring(now), tostring(start + interval)}
+  redis.call('SET', KEYS[1], exact(start + interval), 'PX', math.ceil(start + interval - now))
+  return {1, exact(now), exact(start + interval)}
 end
-return {0, tostring(now), tostring(start)}`;
+return {0, exact(now), exact(start)}`;
 
 const KEY_PREFIX = "registry:rate-limit:";
 const CONNECT_WAIT_MS = 1_000;
@@ -53,7 +57,7 @@ export async function createRedisBucketStore(options: RedisBucketStoreOptions): 
   let sha: string | undefined;
 
   async function run(key: string, interval: number, capacity: number): Promise<[number, string, string]> {
-    const args = ["1", KEY_PREFIX + key, String(interval), String(capacity)];
+    const args = ["1", KEY_PREFIX + key, String(interval), String(capacity), String(1 / TIME_GRAIN_MS)];
     if (sha !== undefined) {
       try {
         return await client.sendCommand(["EVALSHA", sha, ...args]);

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, testRedisUrl, usesPostgres, type TestDatabase } from "../support/test-database.js";
 import { createMemoryBucketStore, type BucketStore } from "../../src/rate-limits/bucket-store.js";
@@ -9,9 +10,11 @@ import { createLogger } from "../../src/logger.js";
 
 /**
  * Each store against the real thing (in-process memory, Postgres or PGlite, and Redis when
- * REDIS_URL names one):
- * one bucket taken from concurrently hands out exactly its size, and a limiter whose store is
- * down or slow goes on limiting locally.
+ * REDIS_URL names one), on its own clock: one bucket taken from concurrently hands out exactly its
+ * size, a bucket refills at rates whose interval is no whole number of milliseconds, stores forget
+ * buckets that are full again, and a limiter whose store is down or slow goes on limiting locally
+ * and goes back to the store once it answers. The stores' clocks cannot be held still, so timings
+ * are chosen for counts no delay of a busy machine can change.
  */
 
 const LIMITS = { rate: 1, burst: 25 };
@@ -32,28 +35,91 @@ afterAll(async () => {
 
 const key = () => `test-${randomBytes(6).toString("hex")}`;
 
+async function eventually(check: () => Promise<boolean>, timeoutMs = 5_000): Promise<boolean> {
+  for (const deadline = Date.now() + timeoutMs; Date.now() < deadline; await sleep(25)) {
+    if (await check()) return true;
+  }
+  return check();
+}
+
 describe.each(Object.keys(stores))("the %s store", (name) => {
-  it("hands out exactly the burst to 60 concurrent takes, and keeps keys apart", async () => {
+  it("hands out exactly the burst to 60 concurrent takes, each a different token, at a rate whose interval rounds at epoch times, and keeps keys apart", async () => {
+    // 0.15/s: a token every 6.7 s, so none arrives among the takes however busy the machine, and
+    // 1000/0.15 ms added to an epoch time rounds up, which once made the last token unreachable.
+    const limits = { rate: 0.15, burst: 25 };
+    const interval = 1000 / limits.rate;
     const store = await stores[name]!();
     try {
       const one = key();
-      const decisions = await Promise.all(Array.from({ length: 60 }, () => store.take(one, LIMITS)));
-      // At 1 token/s, a refill during the burst is possible but at most one.
-      const allowed = decisions.filter((d) => d.allowed).length;
-      expect(allowed).toBeGreaterThanOrEqual(LIMITS.burst);
-      expect(allowed).toBeLessThanOrEqual(LIMITS.burst + 1);
-      const refused = decisions.find((d) => !d.allowed)!;
-      expect(refused.remaining).toBe(0);
-      expect(refused.retryAfterMs).toBeGreaterThan(0);
-      expect(refused.retryAfterMs).toBeLessThanOrEqual(1000);
-      expect((await store.take(key(), LIMITS)).allowed).toBe(true);
+      const decisions = await Promise.all(Array.from({ length: 60 }, () => store.take(one, limits)));
+      const allowed = decisions.filter((d) => d.allowed);
+      expect(allowed).toHaveLength(limits.burst);
+      expect(allowed.map((d) => d.remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: limits.burst }, (_, i) => i));
+      // Refusals spend nothing: each is told to come back within one token's interval.
+      for (const refused of decisions.filter((d) => !d.allowed)) {
+        expect(refused).toMatchObject({ remaining: 0, limit: limits.rate, burst: limits.burst });
+        expect(refused.retryAfterMs).toBeGreaterThan(0);
+        expect(refused.retryAfterMs).toBeLessThanOrEqual(Math.ceil(interval));
+      }
+      expect((await store.take(key(), limits)).allowed).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it.each([6, 7])("allows a one-token bucket at %s/s again once its interval has passed", async (rate) => {
+    // 1000/6 and 1000/7 ms added to an epoch time round up: such a bucket was never allowed again.
+    const limits = { rate, burst: 1 };
+    const store = await stores[name]!();
+    try {
+      const one = key();
+      const allowed = [(await store.take(one, limits)).allowed];
+      for (let i = 0; i < 2; i++) {
+        // Three intervals, not one: the verdict must not hang on how promptly the take arrives.
+        await sleep((3 * 1000) / rate);
+        allowed.push((await store.take(one, limits)).allowed);
+      }
+      expect(allowed).toEqual([true, true, true]);
     } finally {
       await store.close();
     }
   });
 });
 
+describe("the memory store", () => {
+  it("when full, forgets buckets that are full again first, then the least recently used", async () => {
+    let now = 0;
+    const store = createMemoryBucketStore({ maxKeys: 2, clock: () => now });
+    const slow = { rate: 0.001, burst: 1 };
+    await store.take("slow", slow);
+    await store.take("fast", { rate: 1, burst: 1 });
+    now = 2_000;
+    // "fast" is full again, so it goes before the older "slow", which is still empty.
+    await store.take("third", slow);
+    expect((await store.take("slow", slow)).allowed).toBe(false);
+    // Every bucket in use: the least recently used ("third") goes.
+    await store.take("fourth", slow);
+    expect((await store.take("third", slow)).allowed).toBe(true);
+  });
+});
+
 describe("the Postgres store", () => {
+  const storedTat = async (k: string) => (await db.database.knex("rate_limit_buckets").where({ key: k }).first())?.tat as number | undefined;
+
+  it("deletes buckets that have long been full, and only those", async () => {
+    const store = createPostgresBucketStore(db.database.knex, { cleanupIntervalMs: 20 });
+    try {
+      const old = key();
+      await db.database.knex("rate_limit_buckets").insert({ key: old, tat: 1_000, last_take_allowed: true });
+      const recent = key();
+      await store.take(recent, { rate: 1, burst: 5 });
+      expect(await eventually(async () => (await storedTat(old)) === undefined)).toBe(true);
+      expect(await storedTat(recent)).toBeDefined();
+    } finally {
+      await store.close();
+    }
+  });
+
   it.runIf(usesPostgres())("decides on the time its bucket's row is locked, not when its statement began", async () => {
     // Two takes that reach the row in the other order than they read the clock: the one that
     // waited must not see the other's take as made in its future (and refuse a bucket not empty).
@@ -77,18 +143,72 @@ describe("the Postgres store", () => {
   });
 });
 
+describe.runIf(redisUrl !== undefined)("the Redis store", () => {
+  it("lets a bucket's key expire when the bucket is full again", async () => {
+    const store = await createRedisBucketStore({ url: redisUrl!, onError: () => {} });
+    const { createClient } = await import("redis");
+    const inspector = createClient({ url: redisUrl });
+    await inspector.connect();
+    try {
+      const one = key();
+      // The store's key prefix is its own business: the random key finds it.
+      const stored = async () => (await inspector.keys(`*${one}`))[0];
+      await store.take(one, { rate: 20, burst: 2 });
+      await store.take(one, { rate: 20, burst: 2 });
+      const ttl = await inspector.pTTL((await stored())!);
+      expect(ttl).toBeGreaterThan(0);
+      expect(ttl).toBeLessThanOrEqual(100);
+      expect(await eventually(async () => (await stored()) === undefined)).toBe(true);
+    } finally {
+      await inspector.close();
+      await store.close();
+    }
+  });
+});
+
 describe("the limiter around a store", () => {
   const quiet = createLogger(() => {});
 
-  it("limits locally when the store is unreachable, and logs the outage once", async () => {
+  it("limits locally when the store is unreachable, and logs the outage once a minute", async () => {
     const lines: string[] = [];
+    const outages = () => lines.filter((line) => line.includes("rate-limit store unavailable"));
+    let now = 1_000_000;
     const store = await createRedisBucketStore({ url: "redis://127.0.0.1:1", onError: () => {} });
-    const limiter = createRateLimiter({ policies: { reads: LIMITS }, store, logger: createLogger((line) => lines.push(line)) });
+    const limiter = createRateLimiter({ policies: { reads: LIMITS }, store, logger: createLogger((line) => lines.push(line)), clock: () => now });
     try {
       const one = key();
       const decisions = await Promise.all(Array.from({ length: 30 }, () => limiter.take("reads", one)));
       expect(decisions.filter((d) => d.allowed).length).toBe(LIMITS.burst);
-      expect(lines.filter((line) => line.includes("rate-limit store unavailable"))).toHaveLength(1);
+      expect(outages()).toHaveLength(1);
+      now += 30_000;
+      expect((await limiter.take("reads", one)).allowed).toBe(true);
+      expect(outages()).toHaveLength(1);
+      now += 31_000;
+      await limiter.take("reads", one);
+      expect(outages()).toHaveLength(2);
+    } finally {
+      await limiter.close();
+    }
+  });
+
+  it("goes back to the store once it answers again", async () => {
+    const knex = db.database.knex;
+    const limiter = createRateLimiter({ policies: { reads: { rate: 1, burst: 3 } }, store: createPostgresBucketStore(knex), logger: quiet, storeTimeoutMs: 2_000 });
+    const stored = async (k: string) => (await knex("rate_limit_buckets").where({ key: `reads:${k}` })).length === 1;
+    try {
+      const [before, during, after] = [key(), key(), key()];
+      await limiter.take("reads", before);
+      expect(await stored(before)).toBe(true);
+      // The store fails while its table is away; the limiter decides locally meanwhile.
+      await knex.raw("alter table rate_limit_buckets rename to rate_limit_buckets_away");
+      try {
+        expect((await limiter.take("reads", during)).allowed).toBe(true);
+      } finally {
+        await knex.raw("alter table rate_limit_buckets_away rename to rate_limit_buckets");
+      }
+      await limiter.take("reads", after);
+      expect(await stored(after)).toBe(true);
+      expect(await stored(during)).toBe(false);
     } finally {
       await limiter.close();
     }
@@ -148,17 +268,25 @@ describe("the limiter around a store", () => {
     let storeCalls = 0;
     // The real store, counted on the way in: the deny cache must keep calls from reaching it.
     const counted: BucketStore = { take: (k, limits) => (storeCalls++, postgres.take(k, limits)), close: () => postgres.close() };
-    const limiter = createRateLimiter({ policies: { reads: { rate: 0.2, burst: 3 } }, store: counted, logger: quiet });
+    // The limiter's clock (its deny cache) is held; the store keeps the database's.
+    let now = 1_000_000;
+    const limiter = createRateLimiter({ policies: { reads: { rate: 0.2, burst: 3 } }, store: counted, logger: quiet, clock: () => now });
     try {
       const one = key();
       const first = await Promise.all(Array.from({ length: 4 }, () => limiter.take("reads", one)));
       expect(first.filter((d) => d.allowed)).toHaveLength(3);
       expect(storeCalls).toBe(4);
+      const retryAfterMs = first.find((d) => !d.allowed)!.retryAfterMs;
+      expect(retryAfterMs).toBeGreaterThan(1_000);
+      now += 1_000;
       const later = await Promise.all(Array.from({ length: 50 }, () => limiter.take("reads", one)));
-      expect(later.every((d) => !d.allowed && d.retryAfterMs > 0)).toBe(true);
+      expect(later.every((d) => !d.allowed && d.retryAfterMs === retryAfterMs - 1_000)).toBe(true);
       expect(storeCalls).toBe(4);
       const [row] = await db.database.knex("rate_limit_buckets").where({ key: `reads:${one}` });
       expect(row).toBeDefined();
+      now += retryAfterMs - 1_000;
+      await limiter.take("reads", one);
+      expect(storeCalls).toBe(5);
     } finally {
       await limiter.close();
     }
