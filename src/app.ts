@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
 import { createRegistry } from "@bufbuild/protobuf";
+import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
 import { createKnexAuthRepository } from "./auth/auth-repository.js";
@@ -24,6 +25,9 @@ import { createRequestPipeline } from "./edge/request-pipeline.js";
 import { createRestTranscoder } from "./edge/rest-transcoder.js";
 import { servedService, unaryMethodsByPath, type ServedService } from "./edge/served-services.js";
 import { createUnaryInvoker } from "./edge/unary-invoker.js";
+import { createAdapterOutcomeInterceptor, createCallObserver, withAdapterObservation } from "./edge/observability.js";
+import { countedRateLimiter, createMetrics, knexPoolStats, type RegistryMetrics } from "./observability/metrics.js";
+import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
 import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
 import { describeError, type Logger } from "./logger.js";
 import { migrateToLatest, openDatabase, pendingMigrations, type Database } from "./storage/database.js";
@@ -45,6 +49,8 @@ export interface RunningRegistry {
   readonly address: AddressInfo;
   /** Base URL of the listening server, e.g. http://127.0.0.1:8080. */
   readonly url: string;
+  /** Where GET /metrics is served: the admin port (METRICS_PORT) or the main one. */
+  readonly metricsUrl: string;
   readonly database: Database;
   close(): Promise<void>;
 }
@@ -67,11 +73,16 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const shutdown = new AbortController();
   // Connect links every call in flight to this signal: one listener each, legitimately many.
   setMaxListeners(0, shutdown.signal);
-  const entryStore = await openEntryRepository(config, database, logger);
-  // Built (and TRUST_PROXY checked) at start whatever the limits; used only when limiting, the
-  // one reader of the client address, so without it no request pays for resolving one.
+  const metrics = createMetrics({
+    pool: knexPoolStats(database.knex),
+    entryCache: () => entryStore.stats(),
+  });
+  const entryStore = await openEntryRepository(config, database, logger, metrics);
+  // Built (and TRUST_PROXY checked) at start whatever the limits; read when limiting and for
+  // access lines, so with neither no request pays for resolving one.
   const resolveClientAddress = createClientAddressResolver(config.trustProxy);
-  const limiter = await openRateLimiter(config, database, logger);
+  const openedLimiter = await openRateLimiter(config, database, logger);
+  const limiter = openedLimiter === undefined ? undefined : countedRateLimiter(openedLimiter, metrics);
   const contextValues = limiter === undefined ? undefined : contextValuesFor(resolveClientAddress);
   const limitWrite = limiter?.policies.has("writes") ? createWriteLimit(limiter) : undefined;
   const services = await createServices(config, database, entryStore.repository, limitWrite);
@@ -99,11 +110,16 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       router.service(Health, health);
       registerReflection(router, [...services.map(({ service }) => service), Health]);
     },
-    interceptors,
+    // Outermost, so it records the outcome every other interceptor produced.
+    interceptors: [createAdapterOutcomeInterceptor(), ...interceptors],
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,
-    contextValues: contextValues === undefined ? undefined : (req) => contextValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress }),
+    contextValues: (req) =>
+      withAdapterObservation(
+        contextValues === undefined ? createContextValues() : contextValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress }),
+        req,
+      ),
   });
   const transcoder = createRestTranscoder({
     services,
@@ -122,17 +138,30 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       rest: transcoder,
       isReady,
       log: logUnexpected,
+      observer: createCallObserver({
+        accessLog: config.accessLog ? logger : undefined,
+        metrics,
+        trustProxy: config.trustProxy,
+        resolveClientAddress,
+      }),
+      metrics: config.metricsPort === undefined ? metrics : undefined,
     }),
     config,
   );
   const address = await server.listen(config.port, config.host);
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  logger.info("registry listening", { url, role: config.role, database: database.kind });
+  const metricsServer = await startAdminMetrics(config, metrics).catch(async (error: unknown) => {
+    await server.close(0);
+    throw error;
+  });
+  const metricsUrl = metricsServer === undefined ? `${url}/metrics` : `${metricsServer.url}/metrics`;
+  logger.info("registry listening", { url, metricsUrl, role: config.role, database: database.kind });
 
   return {
     address,
     url,
+    metricsUrl,
     database,
     async close() {
       // In-flight unary calls finish normally; streams that never end by themselves (health
@@ -140,12 +169,23 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       const endStreams = setTimeout(() => shutdown.abort(), STREAM_DRAIN_MS);
       await server.close(config.shutdownGraceMs);
       clearTimeout(endStreams);
+      await metricsServer?.close();
       shutdown.abort();
       await limiter?.close();
       await entryStore.close();
       if (options.database === undefined) await database.close();
     },
   };
+}
+
+/**
+ * The admin port, when METRICS_PORT is set: metrics are for the operator, and on their own port
+ * they are reachable only where the operator exposes them, and scrapes never queue behind (or
+ * count against the limits of) public traffic.
+ */
+async function startAdminMetrics(config: RegistryConfig, metrics: RegistryMetrics): Promise<MetricsServer | undefined> {
+  if (config.metricsPort === undefined) return undefined;
+  return startMetricsServer(metrics, config.metricsPort, config.host);
 }
 
 /**
@@ -235,9 +275,11 @@ async function openRateLimiter(config: RegistryConfig, database: Database, logge
  * other processes' writes reach the cache through LISTEN/NOTIFY; an embedded database has no
  * other writers.
  */
-async function openEntryRepository(config: RegistryConfig, database: Database, logger: Logger) {
+async function openEntryRepository(config: RegistryConfig, database: Database, logger: Logger, metrics: RegistryMetrics) {
   const repository = createKnexEntryRepository(database.knex);
-  if (config.entryCacheSize === 0 || config.role === "auth") return { repository, close: async () => {} };
+  if (config.entryCacheSize === 0 || config.role === "auth") {
+    return { repository, stats: () => ({ entries: 0, bytes: 0 }), close: async () => {} };
+  }
   const feed =
     database.url !== undefined
       ? await createPostgresChangeFeed({
@@ -247,11 +289,14 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
           onError: (error) => logger.error("entry change feed lost; caching paused", describeError(error)),
         })
       : createLocalChangeFeed();
+  const cache = createCachedEntryRepository(repository, feed, {
+    maxEntries: config.entryCacheSize,
+    maxBytes: config.entryCacheMb * 1024 * 1024,
+    onRead: (hit) => metrics.entryCacheRead(hit),
+  });
   return {
-    repository: createCachedEntryRepository(repository, feed, {
-      maxEntries: config.entryCacheSize,
-      maxBytes: config.entryCacheMb * 1024 * 1024,
-    }) as EntryRepository,
+    repository: cache as EntryRepository,
+    stats: () => ({ entries: cache.size, bytes: cache.bytes }),
     close: () => feed.close(),
   };
 }

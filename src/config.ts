@@ -5,6 +5,10 @@
 
 export type ServerRole = "all" | "registry" | "auth";
 
+/** pino's levels, most verbose first; `silent` writes nothing. */
+export const LOG_LEVELS = ["trace", "debug", "info", "warn", "error", "fatal", "silent"] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 export interface RegistryConfig {
   readonly host: string;
   readonly port: number;
@@ -96,6 +100,12 @@ export interface RegistryConfig {
   readonly maxConnections: number;
   /** On SIGTERM, how long requests already received may run before their connections are cut. */
   readonly shutdownGraceMs: number;
+  /** The least severe log level written. */
+  readonly logLevel: LogLevel;
+  /** One access line per call (at info level). */
+  readonly accessLog: boolean;
+  /** Serve GET /metrics on this separate port (0: any free one); undefined serves it on the main port. */
+  readonly metricsPort: number | undefined;
 }
 
 export class ConfigError extends Error {}
@@ -154,6 +164,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     maxConnectionsPerIp: integer(env, "MAX_CONNECTIONS_PER_IP", 256, 0, 1_000_000),
     maxConnections: integer(env, "MAX_CONNECTIONS", 4_000, 0, 1_000_000),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 5_000, 0, 600_000),
+    logLevel: logLevel(env.LOG_LEVEL),
+    accessLog: boolean(env, "ACCESS_LOG", true),
+    metricsPort: env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer(env, "METRICS_PORT", 0, 0, 65535),
     ...overrides,
   };
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -201,6 +214,13 @@ function queryTimeout(env: Env, longestStatementMs: number): number {
     );
   }
   return value;
+}
+
+function logLevel(text: string | undefined): LogLevel {
+  if (text === undefined || text === "") return "info";
+  const level = LOG_LEVELS.find((name) => name === text.toLowerCase());
+  if (level === undefined) throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, not "${text}"`);
+  return level;
 }
 
 function boolean(env: Env, name: string, fallback: boolean): boolean {

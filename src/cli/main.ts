@@ -1,6 +1,5 @@
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, role } from "../config.js";
-import { createLogger, describeError } from "../logger.js";
 import { DatabaseInUseError } from "../storage/database.js";
 
 const USAGE = `usage: registry <command>
@@ -60,7 +59,9 @@ export async function main(argv: string[]): Promise<number> {
 async function serve(args: string[]): Promise<number> {
   const { values } = parseArgs({ args, options: { role: { type: "string" } } });
   const config = loadConfig(process.env, values.role === undefined ? {} : { role: role(values.role) });
-  const logger = createLogger();
+  // Loaded here, like the server: the other commands have no use for pino.
+  const { createLogger, describeError } = await import("../logger.js");
+  const logger = createLogger(undefined, { level: config.logLevel });
   const { startRegistry } = await import("../app.js");
   const registry = await startRegistry(config, { logger });
   await new Promise<void>((resolve) => {

@@ -4,7 +4,7 @@ import type { HttpExchange } from "./http-exchange.js";
 const ALLOWED_METHODS = [...new Set([...cors.allowedMethods, "GET", "POST", "DELETE", "OPTIONS"])].join(", ");
 const ALLOWED_HEADERS = [...new Set([...cors.allowedHeaders, "Authorization", "If-None-Match"])].join(", ");
 const EXPOSED_HEADERS = [
-  ...new Set([...cors.exposedHeaders, "Retry-After", "RateLimit", "RateLimit-Policy", "Allow", "ETag"]),
+  ...new Set([...cors.exposedHeaders, "Retry-After", "RateLimit", "RateLimit-Policy", "Allow", "ETag", "X-Request-Id"]),
 ].join(", ");
 
 /**

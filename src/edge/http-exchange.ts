@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Stream } from "node:http2";
+import { CallObservation, type ExchangeObserver } from "./observability.js";
 
 /** Response headers by lower-case name. */
 export type ResponseHeaders = Record<string, string | number | readonly string[]>;
@@ -42,6 +43,8 @@ export interface HttpExchange {
   onClientGone(listener: () => void): void;
   /** Node's request and response objects, for the Connect adapter (HTTP/2: made on first use). */
   nodeObjects(): { req: NodeRequest; res: NodeResponse };
+  /** What the access log and the metrics record of this call; protocol code fills it in. */
+  readonly observation: CallObservation;
 }
 
 export class BodyTooLargeError extends Error {
@@ -151,13 +154,17 @@ class NodeExchange implements HttpExchange {
   readonly path: string;
   readonly query: string;
   readonly headers: IncomingHttpHeaders;
+  readonly observation = new CallObservation();
   #preset: Record<string, string> = {};
   #answered = false;
   #closeConnection = false;
+  #handedOver = false;
+  #observer: ExchangeObserver | undefined;
 
   constructor(
     readonly req: NodeRequest,
     readonly res: NodeResponse,
+    observer: ExchangeObserver | undefined,
   ) {
     const target = splitTarget(req.url ?? "/");
     this.httpVersion = req.httpVersionMajor === 2 ? 2 : 1;
@@ -165,6 +172,20 @@ class NodeExchange implements HttpExchange {
     this.path = target.path;
     this.query = target.query;
     this.headers = req.headers;
+    if (observer !== undefined) {
+      this.#observer = observer;
+      // "close" comes once, after the answer or when the client left: no once() wrapper needed.
+      res.on("close", () => this.#closed());
+    }
+  }
+
+  /** The exchange is over: tell the observer, unless respond() already did. */
+  #closed(): void {
+    if (this.#answered) return;
+    const { res } = this;
+    // Answered whole through the node objects (Connect's adapter), or cut short: the client left.
+    if (!(this.#handedOver && res.writableEnded)) this.observation.code ??= "canceled";
+    this.#observer?.finished(this, this.#handedOver && res.headersSent ? res.statusCode : undefined);
   }
 
   get remoteAddress(): string | undefined {
@@ -199,6 +220,7 @@ class NodeExchange implements HttpExchange {
     res.writeHead(status, all as Record<string, string>);
     if (hasBody && req.method !== "HEAD") res.end(asBuffer(body));
     else res.end();
+    this.#observer?.finished(this, status);
   }
 
   get done(): boolean {
@@ -212,13 +234,15 @@ class NodeExchange implements HttpExchange {
   }
 
   nodeObjects(): { req: NodeRequest; res: NodeResponse } {
+    this.#handedOver = true;
     for (const [name, value] of Object.entries(this.#preset)) this.res.setHeader(name, value);
     return { req: this.req, res: this.res };
   }
 }
 
-export function exchangeFromNode(req: NodeRequest, res: NodeResponse): HttpExchange {
-  return new NodeExchange(req, res);
+/** `observer`, when given, hears of the exchange's end: the answer sent, or the client gone. */
+export function exchangeFromNode(req: NodeRequest, res: NodeResponse, observer?: ExchangeObserver): HttpExchange {
+  return new NodeExchange(req, res, observer);
 }
 
 const { NGHTTP2_NO_ERROR } = http2.constants;
@@ -229,20 +253,36 @@ class StreamExchange implements HttpExchange {
   readonly method: string;
   readonly path: string;
   readonly query: string;
+  readonly observation = new CallObservation();
   #preset: Record<string, string> = {};
   #answered = false;
   #endStream = false;
   #nodeObjects: { req: NodeRequest; res: NodeResponse } | undefined;
+  #observer: ExchangeObserver | undefined;
 
   constructor(
     readonly stream: ServerHttp2Stream,
     readonly headers: http2.IncomingHttpHeaders,
     readonly rawHeaders: readonly string[],
+    observer: ExchangeObserver | undefined,
   ) {
     const target = splitTarget(headers[":path"] ?? "/");
     this.method = headers[":method"] ?? "GET";
     this.path = target.path;
     this.query = target.query;
+    if (observer !== undefined) {
+      this.#observer = observer;
+      stream.on("close", () => this.#closed());
+    }
+  }
+
+  /** The exchange is over: tell the observer, unless respond() already did. */
+  #closed(): void {
+    if (this.#answered) return;
+    const res = this.#nodeObjects?.res;
+    // Answered whole through the node objects (Connect's adapter), or cut short: the client left.
+    if (!res?.writableEnded) this.observation.code ??= "canceled";
+    this.#observer?.finished(this, res !== undefined && res.headersSent ? res.statusCode : undefined);
   }
 
   get remoteAddress(): string | undefined {
@@ -283,6 +323,7 @@ class StreamExchange implements HttpExchange {
       else stream.end();
     }
     if (this.#endStream) stream.close(NGHTTP2_NO_ERROR);
+    this.#observer?.finished(this, status);
   }
 
   get done(): boolean {
@@ -309,6 +350,7 @@ export function exchangeFromStream(
   stream: ServerHttp2Stream,
   headers: http2.IncomingHttpHeaders,
   rawHeaders: readonly string[],
+  observer?: ExchangeObserver,
 ): HttpExchange {
-  return new StreamExchange(stream, headers, rawHeaders);
+  return new StreamExchange(stream, headers, rawHeaders, observer);
 }

@@ -8,6 +8,7 @@ import type { EntryService } from "../entries/entry-service.js";
 import type { DiscoveryService } from "../discovery/discovery-service.js";
 import type { JsonValue } from "../discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../errors.js";
+import { notePrincipal } from "./observability.js";
 import type { WriteLimit } from "./rate-limit-interceptor.js";
 import { EntrySchema, type Entry, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
 import type { DiscoverCondition, RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
@@ -53,6 +54,7 @@ export function createRegistryServiceImpl(
       await limitWrite?.(context, undefined);
       throw error;
     }
+    notePrincipal(context.values, principal.subject);
     await limitWrite?.(context, principal);
     return principal;
   }

@@ -3,6 +3,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import { applyCors } from "./cors.js";
 import type { ErrorLogger } from "./error-mapping.js";
 import { exchangeFromNode, exchangeFromStream, type HttpExchange, type NodeRequest, type NodeResponse } from "./http-exchange.js";
+import { handToAdapter, type CallObserver } from "./observability.js";
 import { writeJson } from "./rest-transcoder.js";
 import { connectUnaryCodec, errorBody, serveConnectUnary } from "./rpc/connect-protocol.js";
 import { answerGrpcUnimplemented, grpcVariant, serveGrpcUnary } from "./rpc/grpc-protocol.js";
@@ -24,6 +25,10 @@ export interface RequestPipelineOptions {
   /** Whether the service can serve: its database answers. */
   readonly isReady: () => Promise<boolean>;
   readonly log: ErrorLogger;
+  /** Request ids, access lines and call metrics; none when absent. */
+  readonly observer?: CallObserver;
+  /** Serves GET /metrics on this port (when no separate metrics port is configured). */
+  readonly metrics?: { readonly contentType: string; render(): Promise<string> };
 }
 
 /** What the protocol server hands requests to: HTTP/1.1 requests, and HTTP/2 streams. */
@@ -41,19 +46,29 @@ const RPC_PATH = /^\/[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\/[A-Za-z_]\w*$/;
  * calls to Connect's adapter; the rest to the REST transcoder.
  */
 export function createRequestPipeline(options: RequestPipelineOptions): RequestHandlers {
+  const { observer, metrics } = options;
+
   function serve(exchange: HttpExchange): void {
+    observer?.begin(exchange);
     exchange.setHeader("x-content-type-options", "nosniff");
     if (applyCors(options.corsOrigins, exchange)) return;
     const { path } = exchange;
     if ((path === "/healthz" || path === "/readyz") && (exchange.method === "GET" || exchange.method === "HEAD")) {
+      exchange.observation.quiet = true;
       if (path === "/healthz") writeJson(exchange, 200, { status: "ok" });
       else void ready(options, exchange);
+      return;
+    }
+    if (metrics !== undefined && path === "/metrics" && (exchange.method === "GET" || exchange.method === "HEAD")) {
+      exchange.observation.quiet = true;
+      void serveMetrics(metrics, exchange);
       return;
     }
     const work = route(exchange, path);
     if (work !== undefined) {
       work.catch((error: unknown) => {
         options.log(error);
+        exchange.observation.code = "internal";
         if (!exchange.done) writeJson(exchange, 500, { code: "internal", message: "internal error", details: [] });
       });
     }
@@ -73,6 +88,10 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
     }
     if (target !== undefined || options.adapterPaths.has(path)) {
       const { req, res } = exchange.nodeObjects();
+      const observation = exchange.observation;
+      observation.protocol = rpcProtocolOf(contentType);
+      observation.method = path.slice(1);
+      handToAdapter(req, observation);
       options.adapter(req, res);
       return undefined;
     }
@@ -81,9 +100,16 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
   }
 
   return {
-    http1: (req, res) => serve(exchangeFromNode(req, res)),
-    http2: (stream, headers, _flags, rawHeaders) => serve(exchangeFromStream(stream, headers, rawHeaders)),
+    http1: (req, res) => serve(exchangeFromNode(req, res, observer)),
+    http2: (stream, headers, _flags, rawHeaders) => serve(exchangeFromStream(stream, headers, rawHeaders, observer)),
   };
+}
+
+/** The RPC protocol a content type speaks, as the access log names it. */
+function rpcProtocolOf(contentType: string | undefined): string {
+  const variant = grpcVariant(contentType);
+  if (variant === undefined) return "connect";
+  return variant.web ? "grpc-web" : "grpc";
 }
 
 /**
@@ -99,10 +125,21 @@ function answerUnknownMethod(exchange: HttpExchange, path: string, contentType: 
   }
   const connectStreaming = /^application\/connect\+(json|proto)/i.test(contentType ?? "");
   if (connectUnaryCodec(contentType) === undefined && !connectStreaming) return false;
+  exchange.observation.protocol = "connect";
+  exchange.observation.code = "unimplemented";
   const error = new ConnectError(`${path} is not a method this server implements`, Code.Unimplemented);
   // Connect clients read 404 as unimplemented; the body says so too.
   exchange.respond(404, { "content-type": "application/json" }, errorBody(error));
   return true;
+}
+
+async function serveMetrics(metrics: NonNullable<RequestPipelineOptions["metrics"]>, exchange: HttpExchange) {
+  try {
+    const text = await metrics.render();
+    exchange.respond(200, { "content-type": metrics.contentType, "cache-control": "no-store" }, Buffer.from(text));
+  } catch {
+    writeJson(exchange, 500, { code: "internal", message: "metrics collection failed", details: [] });
+  }
 }
 
 async function ready(options: RequestPipelineOptions, exchange: HttpExchange) {

@@ -21,6 +21,7 @@ import { decompress, DecompressionError, negotiateEncoding } from "./compression
 import type { ErrorLogger } from "./error-mapping.js";
 import { answerConditionally } from "./http-caching.js";
 import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "./http-exchange.js";
+import { rpcName } from "./observability.js";
 import { matchPathTemplate, parsePathTemplate, type PathTemplate } from "./path-template.js";
 import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc/rpc-answers.js";
 import { decodeUtf8, messageFromJson, parseJson } from "./rpc/message-codec.js";
@@ -39,6 +40,8 @@ export interface RestRoute {
   readonly responseBody: DescField | undefined;
   readonly successStatus: number;
   readonly target: UnaryMethod;
+  /** The HTTP method and template, as the access log names the route: "GET /v1/entries/{did}". */
+  readonly name: string;
 }
 
 export interface RestTranscoderOptions {
@@ -79,6 +82,7 @@ export function routesFromServices(services: readonly ServedService[]): RestRout
         responseBody: responseBody === "" ? undefined : method.output.fields.find((f) => f.name === responseBody),
         successStatus,
         target,
+        name: `${pattern.method} ${pattern.path}`,
       });
     }
   }
@@ -108,12 +112,17 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
 
   async function handle(exchange: HttpExchange): Promise<void> {
     const encoding = negotiateEncoding(exchange.header("accept-encoding"));
+    const observation = exchange.observation;
+    observation.protocol = "rest";
     try {
       const { route, pathValues } = findRoute(exchange.method, exchange.path);
+      observation.method = rpcName(route.target.method);
+      observation.route = route.name;
       const body = route.body === "" ? undefined : await readJsonBody(exchange, options.maxBodyBytes);
       const json = requestJson(route, pathValues, body, new URLSearchParams(exchange.query));
       const input = messageFromJson(route.target.method.input, json);
       const outcome = await options.invoke(route.target, input, { exchange, protocolName: "rest" });
+      observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
       if (exchange.done) return;
       if (!outcome.ok) {
         await writeError(exchange, outcome.error, undefined, addHeaders({}, outcome.header), encoding);
@@ -146,6 +155,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     headers: ResponseHeaders,
     encoding: ReturnType<typeof negotiateEncoding>,
   ): Promise<void> {
+    exchange.observation.code = codeName(error.code);
     addHeaders(headers, error.metadata);
     headers["cache-control"] = "no-store";
     const body = Buffer.from(JSON.stringify(restErrorBody(error, options.registry)));

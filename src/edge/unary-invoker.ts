@@ -10,6 +10,7 @@ import {
   type UnaryResponse,
 } from "@connectrpc/connect";
 import type { HttpExchange } from "./http-exchange.js";
+import { callObservationKey } from "./observability.js";
 
 /** A unary method and the function that implements it. */
 export interface UnaryMethod {
@@ -166,6 +167,8 @@ class CallContext implements HandlerContext {
     this.#exchange = call.exchange;
     this.#shutdown = options.shutdownSignal;
     this.values = options.contextValues?.(call.exchange) ?? createContextValues();
+    // Handlers name the authenticated caller here, for the access log.
+    this.values.set(callObservationKey, call.exchange.observation);
     const deadline = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
     this.timeoutMs = deadline === undefined ? () => undefined : () => deadline - Date.now();
   }

@@ -26,6 +26,8 @@ export interface EntryCacheOptions {
   /** Longest a cached answer is served, as a backstop behind the change feed. */
   readonly ttlMs?: number;
   readonly now?: () => number;
+  /** Told of every read: answered from the cache (true) or from the repository (false), for metrics. */
+  readonly onRead?: (hit: boolean) => void;
 }
 
 interface CachedName {
@@ -52,6 +54,7 @@ export function createCachedEntryRepository(
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
   const ttlMs = options.ttlMs ?? 60_000;
   const now = options.now ?? Date.now;
+  const onRead = options.onRead ?? (() => {});
   const names = new Map<string, CachedName>();
   let bytes = 0;
   let changes = 0;
@@ -96,6 +99,7 @@ export function createCachedEntryRepository(
   ): Promise<T> {
     const hit = cached(baseDid);
     const value = hit === undefined ? undefined : get(hit);
+    onRead(value !== undefined);
     if (value !== undefined) return value;
     const changesBefore = changes;
     const loaded = await load();

@@ -4,6 +4,7 @@ import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ACCEPT_ENCODING, decompress, negotiateEncoding } from "../compression.js";
 import type { HttpExchange } from "../http-exchange.js";
+import { rpcName } from "../observability.js";
 import { answerConditionally } from "../http-caching.js";
 import { codeName, httpStatusOf } from "../status-codes.js";
 import type { UnaryMethod } from "../unary-invoker.js";
@@ -33,8 +34,12 @@ export function allowsGet(target: UnaryMethod): boolean {
 }
 
 export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange, target: UnaryMethod): Promise<void> {
+  const observation = exchange.observation;
+  observation.protocol = "connect";
+  observation.method = rpcName(target.method);
   const isGet = exchange.method === "GET";
   if (isGet && !allowsGet(target)) {
+    observation.code = "unimplemented";
     exchange.respond(405, { allow: "POST", "content-type": "application/json" }, errorBody(unimplementedGet()));
     return;
   }
@@ -54,6 +59,7 @@ export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange,
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.log) };
   }
+  observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
   if (exchange.done) return;
   if (!outcome.ok) {
     const headers = addHeaders(addHeaders({}, outcome.header), outcome.error.metadata);

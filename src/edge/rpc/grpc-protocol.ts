@@ -2,6 +2,8 @@ import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ACCEPT_ENCODING, compress, COMPRESS_MIN_BYTES, decompress, negotiateEncoding, type Encoding } from "../compression.js";
 import type { HttpExchange, ResponseHeaders } from "../http-exchange.js";
+import { rpcName } from "../observability.js";
+import { codeName } from "../status-codes.js";
 import type { UnaryMethod } from "../unary-invoker.js";
 import type { RpcContext } from "./rpc-context.js";
 import { COMPRESSED_FLAG, decodeSingleEnvelope, encodeEnvelope, TRAILER_FLAG } from "./envelope.js";
@@ -44,15 +46,20 @@ export async function serveGrpcUnary(
   variant: GrpcVariant,
 ): Promise<void> {
   const responseEncoding = negotiateEncoding(exchange.header("grpc-accept-encoding"));
+  const protocolName = variant.web ? "grpc-web" : "grpc";
+  const observation = exchange.observation;
+  observation.protocol = protocolName;
+  observation.method = rpcName(target.method);
   let outcome;
   try {
     const timeout = parseGrpcTimeout(exchange.header("grpc-timeout"));
     if (typeof timeout === "object") throw new ConnectError(timeout.error, Code.InvalidArgument);
     const input = await readInput(rpc, exchange, target, variant);
-    outcome = await rpc.invoke(target, input, { exchange, protocolName: variant.web ? "grpc-web" : "grpc", timeoutMs: timeout });
+    outcome = await rpc.invoke(target, input, { exchange, protocolName, timeoutMs: timeout });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.log) };
   }
+  observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
   if (exchange.done) return;
   const headers: ResponseHeaders = addHeaders({ "content-type": variant.contentType, "grpc-accept-encoding": ACCEPT_ENCODING }, outcome.header);
   if (!outcome.ok) {
@@ -134,6 +141,8 @@ function percentEncode(message: string): string {
 export function answerGrpcUnimplemented(exchange: HttpExchange, variant: GrpcVariant, path: string): void {
   const status: ResponseHeaders = {};
   statusFields(status, new ConnectError(`${path} is not a method this server implements`, Code.Unimplemented));
+  exchange.observation.protocol = variant.web ? "grpc-web" : "grpc";
+  exchange.observation.code = "unimplemented";
   const headers = { "content-type": variant.contentType };
   if (variant.web) respondWeb(exchange, variant, headers, [], status);
   else exchange.respond(200, { ...headers, ...status });

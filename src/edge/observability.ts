@@ -1,0 +1,194 @@
+import { randomUUID } from "node:crypto";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { ConnectError, createContextKey, type ContextValues, type Interceptor, type StreamResponse } from "@connectrpc/connect";
+import proxyaddr from "proxy-addr";
+import type { AccessRecord, Logger } from "../logger.js";
+import type { RegistryMetrics } from "../observability/metrics.js";
+import type { ClientAddressResolver } from "./client-address.js";
+import type { HttpExchange, NodeRequest } from "./http-exchange.js";
+import { codeName } from "./status-codes.js";
+
+/**
+ * What is known of one call, for its access line and its metrics. The exchange makes it; the
+ * protocol code fills it in as it learns (protocol, method, outcome), the handlers add the
+ * principal through the call's context values; the observer reads it once the answer has left.
+ */
+export class CallObservation {
+  /** "rest", "connect", "grpc" or "grpc-web"; "http" for answers given before any protocol (CORS preflights). */
+  protocol = "http";
+  /** The RPC, "package.Service/Method"; undefined when the request matched none. */
+  method: string | undefined = undefined;
+  /** REST: the route that matched, e.g. "GET /v1/entries/{did}". */
+  route: string | undefined = undefined;
+  /** The outcome as a Connect code name; undefined leaves it to be judged from the HTTP status. */
+  code: string | undefined = undefined;
+  /** The authenticated caller: its token's subject. */
+  principal: string | undefined = undefined;
+  /**
+   * The client's address, read when the call begins: an HTTP/2 stream no longer knows its peer
+   * once the client has closed the connection.
+   */
+  client = "";
+  requestId = "";
+  /** Neither logged nor counted: probes and metrics scrapes, which are no one's calls. */
+  quiet = false;
+  readonly startedAt = performance.now();
+}
+
+/** Told once per exchange when it is over. */
+export interface ExchangeObserver {
+  /** The answer left with `status`, or (undefined) the client went away before one was sent. */
+  finished(exchange: HttpExchange, status: number | undefined): void;
+}
+
+/** The call's observation, in its context values: how handlers name the principal. */
+export const callObservationKey = createContextKey<CallObservation | undefined>(undefined, { description: "call observation" });
+
+/** Records the authenticated caller of the call whose context values these are. */
+export function notePrincipal(values: ContextValues, subject: string): void {
+  const observation = values.get(callObservationKey);
+  if (observation !== undefined) observation.principal = subject;
+}
+
+const methodNames = new WeakMap<DescMethod, string>();
+
+/** "package.Service/Method", the name a method has in logs and metrics. */
+export function rpcName(method: DescMethod): string {
+  let name = methodNames.get(method);
+  if (name === undefined) {
+    name = `${method.parent.typeName}/${method.name}`;
+    methodNames.set(method, name);
+  }
+  return name;
+}
+
+/**
+ * Calls handed to Connect's adapter (streams, gRPC over HTTP/1.1): their observation by node
+ * request, for the adapter's context values, since the adapter sees node objects, not exchanges.
+ */
+const adapterCalls = new WeakMap<NodeRequest, CallObservation>();
+
+export function handToAdapter(req: NodeRequest, observation: CallObservation): void {
+  adapterCalls.set(req, observation);
+}
+
+/** Context values for a call the adapter serves, with its observation added. */
+export function withAdapterObservation(values: ContextValues, req: NodeRequest): ContextValues {
+  const observation = adapterCalls.get(req);
+  if (observation !== undefined) values.set(callObservationKey, observation);
+  return values;
+}
+
+/**
+ * Records the outcome of calls Connect's adapter serves (the unary path records its own): for
+ * streams, how the stream ended, with "canceled" when the client left before its end.
+ */
+export function createAdapterOutcomeInterceptor(): Interceptor {
+  return (next) => async (request) => {
+    const observation = request.contextValues.get(callObservationKey);
+    if (observation === undefined) return next(request);
+    try {
+      const response = await next(request);
+      if (!response.stream) {
+        observation.code = "ok";
+        return response;
+      }
+      return { ...response, message: recordStreamEnd(response, request.signal, observation) } as StreamResponse;
+    } catch (error) {
+      observation.code = codeName(ConnectError.from(error).code);
+      throw error;
+    }
+  };
+}
+
+async function* recordStreamEnd(response: StreamResponse, signal: AbortSignal, observation: CallObservation) {
+  let ended = false;
+  try {
+    yield* response.message;
+    // A handler may end its stream quietly when told the client left (health Watch does).
+    observation.code = signal.aborted ? "canceled" : "ok";
+    ended = true;
+  } catch (error) {
+    observation.code = codeName(ConnectError.from(error).code);
+    ended = true;
+    throw error;
+  } finally {
+    if (!ended) observation.code = "canceled";
+  }
+}
+
+export interface CallObserverOptions {
+  /** Access lines go here; undefined writes none (ACCESS_LOG=false). */
+  readonly accessLog?: Logger;
+  readonly metrics?: RegistryMetrics;
+  /** Proxies (TRUST_PROXY) whose X-Request-Id is taken. */
+  readonly trustProxy: readonly string[];
+  readonly resolveClientAddress: ClientAddressResolver;
+}
+
+export interface CallObserver extends ExchangeObserver {
+  /** Gives the exchange its request id, and puts it on the answer, whatever the answer. */
+  begin(exchange: HttpExchange): void;
+}
+
+/** A request id a proxy may hand us: a token that cannot break a log line or a header. */
+const SANE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const MAX_LOGGED_PATH = 200;
+
+/**
+ * Request ids, access lines and call metrics, from each exchange's observation. This is the hot
+ * path: one object per access line, one histogram observation, and nothing made per call that
+ * could be shared.
+ */
+export function createCallObserver(options: CallObserverOptions): CallObserver {
+  const { accessLog, metrics, resolveClientAddress } = options;
+  const trustedPeer = trustedPeerTest(options.trustProxy);
+  return {
+    begin(exchange) {
+      const observation = exchange.observation;
+      const offered = exchange.headers["x-request-id"];
+      observation.requestId =
+        typeof offered === "string" && trustedPeer(exchange.remoteAddress) && SANE_REQUEST_ID.test(offered) ? offered : randomUUID();
+      exchange.setHeader("x-request-id", observation.requestId);
+      if (accessLog !== undefined) observation.client = resolveClientAddress(exchange);
+    },
+    finished(exchange, status) {
+      const observation = exchange.observation;
+      if (observation.quiet) return;
+      const ms = performance.now() - observation.startedAt;
+      const code = observation.code ?? codeOfStatus(status);
+      const method = observation.method;
+      metrics?.callFinished(observation.protocol, method ?? "unmatched", code, ms / 1000);
+      if (accessLog === undefined) return;
+      const record: AccessRecord = {
+        requestId: observation.requestId,
+        protocol: observation.protocol,
+        method,
+        route: observation.route,
+        path: method === undefined ? exchange.path.slice(0, MAX_LOGGED_PATH) : undefined,
+        code,
+        status,
+        ms: Math.round(ms * 100) / 100,
+        client: observation.client,
+        principal: observation.principal,
+      };
+      accessLog.access(record);
+    },
+  };
+}
+
+/**
+ * An answer no protocol code classified (a CORS preflight, a refused content type): the status
+ * says whether it went well; which error it was, it cannot say for sure.
+ */
+function codeOfStatus(status: number | undefined): string {
+  if (status === undefined) return "canceled";
+  return status < 400 ? "ok" : "unknown";
+}
+
+/** Whether a TCP peer is one of the proxies in TRUST_PROXY (checked for validity at start). */
+function trustedPeerTest(trustProxy: readonly string[]): (address: string | undefined) => boolean {
+  if (trustProxy.length === 0) return () => false;
+  const trust = proxyaddr.compile([...trustProxy]);
+  return (address) => address !== undefined && trust(address, 0);
+}

@@ -1,0 +1,163 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { RateLimiter } from "../rate-limits/rate-limiter.js";
+
+/**
+ * The service's Prometheus metrics, in a registry of its own (not prom-client's global one, so
+ * that several servers in one process, as in tests, count apart). Whatever feeds them is handed
+ * a function from here: capability code and storage import nothing of the edge.
+ */
+export interface RegistryMetrics {
+  /** One call answered (or abandoned by its client), with its duration. */
+  callFinished(protocol: string, method: string, code: string, seconds: number): void;
+  /** A read of the entry cache: answered from memory (hit) or from the database (miss). */
+  entryCacheRead(hit: boolean): void;
+  /** A rate-limit decision under `policy` ("reads", "writes", "tokens"). */
+  rateLimitDecision(policy: string, allowed: boolean): void;
+  /** The text exposition of every metric. */
+  render(): Promise<string>;
+  readonly contentType: string;
+}
+
+/** A connection pool's state, read at scrape time. */
+export interface PoolStats {
+  readonly used: number;
+  readonly free: number;
+  /** Callers waiting for a connection. */
+  readonly pendingAcquires: number;
+  /** Connections being opened. */
+  readonly pendingCreates: number;
+  readonly max: number;
+}
+
+export interface MetricsSources {
+  /** The database pool, when it can be read (undefined: not yet created). */
+  readonly pool?: () => PoolStats | undefined;
+  /** The entry cache's size, when there is one. */
+  readonly entryCache?: () => { readonly entries: number; readonly bytes: number };
+}
+
+/**
+ * Latency buckets from half a millisecond (a cached resolve) to 10 s (past every database
+ * timeout), so both a fast path and a stalled dependency show.
+ */
+const LATENCY_BUCKETS = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
+  const registry = new Registry();
+  // Process and runtime metrics: CPU, memory, file descriptors, GC, and event-loop lag
+  // (nodejs_eventloop_lag_seconds and the nodejs_eventloop_lag_p99_seconds family).
+  collectDefaultMetrics({ register: registry });
+
+  const calls = new Histogram({
+    name: "registry_rpc_duration_seconds",
+    help: "Calls by RPC method, protocol and outcome (Connect code name), and how long each took to answer; _count is the number of calls",
+    labelNames: ["method", "protocol", "code"] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [registry],
+  });
+  const cacheReads = new Counter({
+    name: "registry_entry_cache_reads_total",
+    help: "Resolves and version lists looked up in the entry cache, by result (hit or miss)",
+    labelNames: ["result"] as const,
+    registers: [registry],
+  });
+  const hits = cacheReads.labels("hit");
+  const misses = cacheReads.labels("miss");
+  const decisions = new Counter({
+    name: "registry_rate_limit_decisions_total",
+    help: "Rate-limit decisions by policy and decision (allowed or refused)",
+    labelNames: ["policy", "decision"] as const,
+    registers: [registry],
+  });
+
+  const { pool, entryCache } = sources;
+  if (pool !== undefined) {
+    const poolGauge = (name: string, help: string, read: (stats: PoolStats) => number) =>
+      new Gauge({
+        name,
+        help,
+        registers: [registry],
+        collect() {
+          const stats = pool();
+          if (stats !== undefined) this.set(read(stats));
+        },
+      });
+    poolGauge("registry_db_pool_connections_used", "Database connections lent out to queries", (stats) => stats.used);
+    poolGauge("registry_db_pool_connections_free", "Open database connections waiting in the pool", (stats) => stats.free);
+    poolGauge("registry_db_pool_connections_max", "Most database connections the pool opens", (stats) => stats.max);
+    poolGauge("registry_db_pool_pending_acquires", "Queries waiting for a database connection", (stats) => stats.pendingAcquires);
+    poolGauge("registry_db_pool_pending_creates", "Database connections being opened", (stats) => stats.pendingCreates);
+  }
+  if (entryCache !== undefined) {
+    new Gauge({
+      name: "registry_entry_cache_entries",
+      help: "Entry DIDs held in the entry cache",
+      registers: [registry],
+      collect() {
+        this.set(entryCache().entries);
+      },
+    });
+    new Gauge({
+      name: "registry_entry_cache_bytes",
+      help: "Estimated memory taken by the entry cache",
+      registers: [registry],
+      collect() {
+        this.set(entryCache().bytes);
+      },
+    });
+  }
+
+  return {
+    callFinished(protocol, method, code, seconds) {
+      calls.observe({ method, protocol, code }, seconds);
+    },
+    entryCacheRead(hit) {
+      (hit ? hits : misses).inc();
+    },
+    rateLimitDecision(policy, allowed) {
+      decisions.inc({ policy, decision: allowed ? "allowed" : "refused" });
+    },
+    render: () => registry.metrics(),
+    contentType: registry.contentType,
+  };
+}
+
+/** knex's connection pool (tarn), as far as the gauges read it. */
+interface TarnPool {
+  numUsed(): number;
+  numFree(): number;
+  numPendingAcquires(): number;
+  numPendingCreates(): number;
+  readonly max: number;
+}
+
+/**
+ * The state of a knex instance's pool. knex keeps it on `client.pool` (tarn), created with the
+ * instance and replaced on reinitialisation, so it is looked up at each scrape.
+ */
+export function knexPoolStats(knex: { readonly client: unknown }): () => PoolStats | undefined {
+  return () => {
+    const pool = (knex.client as { pool?: TarnPool }).pool;
+    if (pool === undefined) return undefined;
+    return {
+      used: pool.numUsed(),
+      free: pool.numFree(),
+      pendingAcquires: pool.numPendingAcquires(),
+      pendingCreates: pool.numPendingCreates(),
+      max: pool.max,
+    };
+  };
+}
+
+/** A rate limiter whose every decision is counted. */
+export function countedRateLimiter(limiter: RateLimiter, metrics: RegistryMetrics): RateLimiter {
+  return {
+    policies: limiter.policies,
+    take: async (policy, key) => {
+      const decision = await limiter.take(policy, key);
+      metrics.rateLimitDecision(policy, decision.allowed);
+      return decision;
+    },
+    close: () => limiter.close(),
+  };
+}
