@@ -10,7 +10,7 @@ import { ConfigError, type RegistryConfig } from "./config.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./domain/page-cursor.js";
-import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
+import { createErrorMappingInterceptor, streamDecodeErrorInterceptor } from "./edge/error-mapping.js";
 import { contextValuesFor, createClientAddressResolver } from "./edge/client-address.js";
 import { createRateLimitInterceptor, createWriteLimit, type AddressLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
 import { createMemoryBucketStore, type BucketStore } from "./rate-limits/bucket-store.js";
@@ -111,7 +111,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       registerReflection(router, [...services.map(({ service }) => service), Health]);
     },
     // Outermost, so it records the outcome every other interceptor produced.
-    interceptors: [createAdapterOutcomeInterceptor(), ...interceptors],
+    interceptors: [createAdapterOutcomeInterceptor(), ...interceptors, streamDecodeErrorInterceptor],
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,

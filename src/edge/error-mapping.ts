@@ -44,3 +44,25 @@ export function createErrorMappingInterceptor(log: ErrorLogger): Interceptor {
     }
   };
 }
+
+/**
+ * Streaming calls run on Connect's adapter, which reports a request message it cannot decode as
+ * internal ("parse binary: ..."). That is the client's bad input: this maps it to
+ * invalid_argument where the stream's messages are read, so no decoding failure reaches a client
+ * as a server fault. (Unary calls decode in the edge's own protocol code.)
+ */
+export const streamDecodeErrorInterceptor: Interceptor = (next) => async (request) => {
+  if (!request.stream) return next(request);
+  return next({ ...request, message: decodeErrorsAsInvalid(request.message) });
+};
+
+async function* decodeErrorsAsInvalid<T>(messages: AsyncIterable<T>): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (error) {
+    if (error instanceof ConnectError && error.code === Code.Internal && /^parse (binary|json)/.test(error.rawMessage)) {
+      throw new ConnectError(`body: ${error.rawMessage}`, Code.InvalidArgument);
+    }
+    throw error;
+  }
+}

@@ -35,7 +35,7 @@ export interface HttpExchange {
    * unread bytes.
    */
   readBody(maxBytes: number): Promise<Buffer>;
-  /** Sends the whole answer. Trailers need HTTP/2 (gRPC); HTTP/1 answers never carry them. */
+  /** Sends the whole answer; trailers (gRPC) go in HTTP/2 trailers, or after a chunked HTTP/1.1 body. */
   respond(status: number, headers: ResponseHeaders, body?: Uint8Array, trailers?: ResponseHeaders): void;
   /** True once an answer was sent or the client went away: nothing more can be written. */
   readonly done: boolean;
@@ -209,13 +209,23 @@ class NodeExchange implements HttpExchange {
     });
   }
 
-  respond(status: number, headers: ResponseHeaders, body?: Uint8Array): void {
+  respond(status: number, headers: ResponseHeaders, body?: Uint8Array, trailers?: ResponseHeaders): void {
     const { req, res } = this;
     if (this.#answered || res.writableEnded || res.destroyed) return;
     this.#answered = true;
     const all = withPreset(this.#preset, headers);
     if (this.#closeConnection && req.httpVersionMajor === 1) all.connection = "close";
     const hasBody = body !== undefined && body.byteLength > 0;
+    if (trailers !== undefined && req.httpVersionMajor === 1) {
+      // HTTP/1.1 carries trailers only after a chunked body (gRPC over HTTP/1.1): no content-length.
+      all.trailer = Object.keys(trailers).join(", ");
+      res.writeHead(status, all as Record<string, string>);
+      if (hasBody) (res as ServerResponse).write(asBuffer(body));
+      res.addTrailers(trailers as Record<string, string>);
+      res.end();
+      this.#observer?.finished(this, status);
+      return;
+    }
     if (hasBody) all["content-length"] = body.byteLength;
     res.writeHead(status, all as Record<string, string>);
     if (hasBody && req.method !== "HEAD") res.end(asBuffer(body));

@@ -18,7 +18,7 @@ export interface RequestPipelineOptions {
   readonly unaryMethods: ReadonlyMap<string, UnaryMethod>;
   /** Every RPC path Connect's adapter serves: streaming methods, and anything the fast path leaves. */
   readonly adapterPaths: ReadonlySet<string>;
-  /** Connect's node adapter, for streaming calls (health Watch, reflection) and gRPC over HTTP/1.1. */
+  /** Connect's node adapter, for streaming calls (health Watch, reflection). */
   readonly adapter: (req: NodeRequest, res: NodeResponse) => void;
   /** Serves everything else: the REST routes, and the 404/405 answers. */
   readonly rest: { handle(exchange: HttpExchange): Promise<void> };
@@ -79,7 +79,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
     const contentType = exchange.header("content-type");
     if (target !== undefined) {
       const variant = grpcVariant(contentType);
-      if (variant !== undefined && exchange.method === "POST" && (variant.web || exchange.httpVersion === 2)) {
+      if (variant !== undefined && exchange.method === "POST") {
         return serveGrpcUnary(options.rpc, exchange, target, variant);
       }
       if (exchange.method === "GET" || (exchange.method === "POST" && connectUnaryCodec(contentType) !== undefined)) {
