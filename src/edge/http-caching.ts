@@ -7,9 +7,19 @@ import type { HttpExchange, ResponseHeaders } from "./http-exchange.js";
  * answer it touches, so a validator can never confirm a stale entry.
  */
 
-/** A strong entity tag for these bytes: 128 bits of their SHA-256. */
+const tags = new WeakMap<Uint8Array, string>();
+
+/**
+ * A strong entity tag for these bytes: 128 bits of their SHA-256, remembered per bytes object
+ * (answers reused for a cached entry are one object, hashed once).
+ */
 export function entityTag(body: Uint8Array): string {
-  return `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
+  let tag = tags.get(body);
+  if (tag === undefined) {
+    tag = `"${createHash("sha256").update(body).digest("base64url").slice(0, 22)}"`;
+    tags.set(body, tag);
+  }
+  return tag;
 }
 
 /**

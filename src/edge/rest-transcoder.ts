@@ -25,7 +25,7 @@ import { rpcName } from "./observability.js";
 import { matchPathTemplate, parsePathTemplate, type PathTemplate } from "./path-template.js";
 import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc/rpc-answers.js";
 import { decodeUtf8, messageFromJson, parseJson } from "./rpc/message-codec.js";
-import { cachedJson, responseJson } from "./rpc/reused-encodings.js";
+import { cachedJsonBytes, responseJson } from "./rpc/reused-encodings.js";
 import { unaryMethodsByPath, type ServedService } from "./served-services.js";
 import { codeName, httpStatusOf } from "./status-codes.js";
 import type { UnaryInvoker, UnaryMethod } from "./unary-invoker.js";
@@ -129,7 +129,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
         return;
       }
       const headers = addHeaders({}, outcome.header);
-      const payload = Buffer.from(responseJsonOf(route, outcome.message));
+      const payload = responseBytesOf(route, outcome.message);
       if ((exchange.method === "GET" || exchange.method === "HEAD") && answerConditionally(exchange, headers, payload)) return;
       await sendBody(exchange, route.successStatus, headers, payload, "application/json", encoding);
     } catch (error) {
@@ -197,14 +197,18 @@ async function readJsonBody(exchange: HttpExchange, maxBytes: number): Promise<J
   return parseJson(decodeUtf8(bytes));
 }
 
-/** The answer's JSON: the whole response, or the field google.api.http's response_body names. */
-function responseJsonOf(route: RestRoute, output: Message): string {
+/**
+ * The answer's JSON bytes: the whole response, or the field google.api.http's response_body names,
+ * whose bytes are the same object for as long as the message is (a cached entry), so its ETag is
+ * computed once too.
+ */
+function responseBytesOf(route: RestRoute, output: Message): Buffer {
   const field = route.responseBody;
   const schema = route.target.method.output;
-  if (field === undefined) return responseJson(schema, output);
+  if (field === undefined) return Buffer.from(responseJson(schema, output));
   const value = (output as unknown as Record<string, unknown>)[field.localName] as Message | undefined;
-  if (field.message === undefined || value === undefined) return "{}";
-  return cachedJson(field.message, value);
+  if (field.message === undefined || value === undefined) return Buffer.from("{}");
+  return cachedJsonBytes(field.message, value);
 }
 
 /**

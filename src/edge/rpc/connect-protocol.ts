@@ -69,7 +69,7 @@ export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange,
     return;
   }
   const headers = addHeaders(addHeaders({}, outcome.header), outcome.trailer, "trailer-");
-  const body = codec === "proto" ? messageToBinary(target.method.output, outcome.message) : Buffer.from(messageToJson(target.method.output, outcome.message));
+  const body = codec === "proto" ? messageToBinary(target.method.output, outcome.message) : messageToJson(target.method.output, outcome.message);
   if (isGet && answerConditionally(exchange, headers, body)) return;
   await sendBody(exchange, 200, headers, body, codec === "proto" ? "application/proto" : "application/json", responseEncoding);
 }

@@ -70,7 +70,7 @@ export async function serveGrpcUnary(
     else exchange.respond(200, { ...headers, ...status });
     return;
   }
-  const payload = variant.codec === "proto" ? messageToBinary(target.method.output, outcome.message) : Buffer.from(messageToJson(target.method.output, outcome.message));
+  const payload = variant.codec === "proto" ? messageToBinary(target.method.output, outcome.message) : messageToJson(target.method.output, outcome.message);
   const message = await envelopeOf(payload, responseEncoding);
   if (message.encoding !== undefined) headers["grpc-encoding"] = message.encoding;
   const trailers = addHeaders({ "grpc-status": "0" }, outcome.trailer);
@@ -78,8 +78,15 @@ export async function serveGrpcUnary(
   else exchange.respond(200, headers, message.frame, trailers);
 }
 
+/** Frames of answers whose bytes are shared (a cached entry's), made once per bytes object. */
+const frames = new WeakMap<Uint8Array, Buffer>();
+
 async function envelopeOf(payload: Uint8Array, encoding: Encoding | undefined): Promise<{ frame: Buffer; encoding?: Encoding }> {
-  if (encoding === undefined || payload.byteLength < COMPRESS_MIN_BYTES) return { frame: encodeEnvelope(0, payload) };
+  if (encoding === undefined || payload.byteLength < COMPRESS_MIN_BYTES) {
+    let frame = frames.get(payload);
+    if (frame === undefined) frames.set(payload, (frame = encodeEnvelope(0, payload)));
+    return { frame };
+  }
   return { frame: encodeEnvelope(COMPRESSED_FLAG, await compress(encoding, payload)), encoding };
 }
 

@@ -59,7 +59,7 @@ export function messageFromBinary<T extends DescMessage>(schema: T, bytes: Uint8
   }
 }
 
-export { responseBinary as messageToBinary, responseJson as messageToJson } from "./reused-encodings.js";
+export { responseBinaryBytes as messageToBinary, responseJsonBytes as messageToJson } from "./reused-encodings.js";
 
 /** The google.rpc.Status of an error, as gRPC's grpc-status-details-bin carries it. */
 export function statusOf(error: ConnectError): Uint8Array {

@@ -34,6 +34,18 @@ export function cachedJson(schema: DescMessage, message: Message): string {
   return json;
 }
 
+const jsonBytesOf = new WeakMap<object, Buffer>();
+
+/** The JSON of a message as UTF-8 bytes, made once per message object; never to be written to. */
+export function cachedJsonBytes(schema: DescMessage, message: Message): Buffer {
+  let bytes = jsonBytesOf.get(message);
+  if (bytes === undefined) {
+    bytes = Buffer.from(cachedJson(schema, message));
+    jsonBytesOf.set(message, bytes);
+  }
+  return bytes;
+}
+
 /**
  * Singular and repeated fields holding the project's own messages: those are reused. Maps and
  * oneofs are left to protobuf-es, and so are well-known types, which protobuf-es represents as
@@ -68,6 +80,46 @@ function elementsOf(message: Message, field: DescField): Message[] {
   const value = (message as unknown as Record<string, unknown>)[field.localName];
   if (field.fieldKind === "list") return value as Message[];
   return value === undefined ? [] : [value as Message];
+}
+
+/**
+ * The field of a response that only wraps one message (ResolveEntryResponse's entry): its whole
+ * encoding is a function of that message alone, so it is remembered per message too.
+ */
+function wrappedField(schema: DescMessage): DescField | undefined {
+  const [field] = messageFieldsOf(schema);
+  return schema.fields.length === 1 && field?.fieldKind === "message" ? field : undefined;
+}
+
+const wrappedBinaryOf = new WeakMap<DescMessage, WeakMap<object, Buffer>>();
+const wrappedJsonOf = new WeakMap<DescMessage, WeakMap<object, Buffer>>();
+
+function rememberedFor(memo: WeakMap<DescMessage, WeakMap<object, Buffer>>, schema: DescMessage, key: object, make: () => Buffer): Buffer {
+  let bySchema = memo.get(schema);
+  if (bySchema === undefined) memo.set(schema, (bySchema = new WeakMap()));
+  let bytes = bySchema.get(key);
+  if (bytes === undefined) bySchema.set(key, (bytes = make()));
+  return bytes;
+}
+
+/** The binary answer as bytes; never to be written to (it may be shared by every answer of an entry). */
+export function responseBinaryBytes(schema: DescMessage, message: Message): Buffer {
+  const field = wrappedField(schema);
+  const inner = field === undefined ? undefined : elementsOf(message, field)[0];
+  if (field === undefined || inner === undefined) return asBuffer(responseBinary(schema, message));
+  return rememberedFor(wrappedBinaryOf, schema, inner, () => asBuffer(responseBinary(schema, message)));
+}
+
+/** The JSON answer as UTF-8 bytes; never to be written to. */
+export function responseJsonBytes(schema: DescMessage, message: Message): Buffer {
+  const field = wrappedField(schema);
+  const inner = field === undefined ? undefined : elementsOf(message, field)[0];
+  if (field === undefined || inner === undefined) return Buffer.from(responseJson(schema, message));
+  return rememberedFor(wrappedJsonOf, schema, inner, () => Buffer.from(responseJson(schema, message)));
+}
+
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
 /**
