@@ -74,7 +74,8 @@ export async function serveGrpcUnary(
   const message = await envelopeOf(payload, responseEncoding);
   if (message.encoding !== undefined) headers["grpc-encoding"] = message.encoding;
   const trailers = addHeaders({ "grpc-status": "0" }, outcome.trailer);
-  if (variant.web) respondWeb(exchange, variant, headers, [message.frame], trailers);
+  if (variant.web && outcome.trailer === undefined && !variant.text) exchange.respond(200, headers, webBodyWithOk(message.frame));
+  else if (variant.web) respondWeb(exchange, variant, headers, [message.frame], trailers);
   else exchange.respond(200, headers, message.frame, trailers);
 }
 
@@ -91,6 +92,17 @@ async function envelopeOf(payload: Uint8Array, encoding: Encoding | undefined): 
 }
 
 /** gRPC-Web's answer: the message frames, then the trailers as a flagged frame of header lines. */
+/** The trailer frame of a call that succeeded and set no trailers of its own. */
+const OK_TRAILER_FRAME = encodeEnvelope(TRAILER_FLAG, Buffer.from("grpc-status: 0\r\n", "latin1"));
+const webBodies = new WeakMap<Buffer, Buffer>();
+
+/** A gRPC-Web body of one message frame and a plain OK: remembered per (shared) frame. */
+function webBodyWithOk(frame: Buffer): Buffer {
+  let body = webBodies.get(frame);
+  if (body === undefined) webBodies.set(frame, (body = Buffer.concat([frame, OK_TRAILER_FRAME])));
+  return body;
+}
+
 function respondWeb(exchange: HttpExchange, variant: GrpcVariant, headers: ResponseHeaders, frames: Buffer[], trailers: ResponseHeaders) {
   const lines = Object.entries(trailers).map(([name, value]) => `${name}: ${String(value)}\r\n`).join("");
   const body = Buffer.concat([...frames, encodeEnvelope(TRAILER_FLAG, Buffer.from(lines, "latin1"))]);
