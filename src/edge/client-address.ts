@@ -16,17 +16,28 @@ export type ClientAddressResolver = (connection: ClientConnection) => string;
 
 
 /**
- * X-Forwarded-For is believed only hop by hop from the right, and only while each hop is a proxy
- * in `trustProxy` (CIDRs, or proxy-addr's names loopback, linklocal, uniquelocal): anyone else can
- * write whatever they like into the header, so an untrusted peer is the client itself.
+ * Whether an address is one of the proxies in TRUST_PROXY (CIDRs, or proxy-addr's names loopback,
+ * linklocal, uniquelocal). The one reading of that setting: the client address, the per-address
+ * connection cap and the request id all ask it. A malformed list is a ConfigError at start.
  */
-export function createClientAddressResolver(trustProxy: readonly string[]): ClientAddressResolver {
-  let trust: (address: string, hop: number) => boolean;
+export function createTrustedProxyTest(trustProxy: readonly string[]): (address: string, hop?: number) => boolean {
+  if (trustProxy.length === 0) return () => false;
   try {
-    trust = trustProxy.length === 0 ? () => false : proxyaddr.compile([...trustProxy]);
+    const trust = proxyaddr.compile([...trustProxy]);
+    return (address, hop = 0) => trust(address, hop);
   } catch (error) {
     throw new ConfigError(`TRUST_PROXY: ${(error as Error).message}`);
   }
+}
+
+/**
+ * X-Forwarded-For is believed only hop by hop from the right, and only while each hop is a trusted
+ * proxy: anyone else can write whatever they like into the header, so an untrusted peer is the
+ * client itself.
+ */
+export function createClientAddressResolver(trustProxy: readonly string[]): ClientAddressResolver {
+  const isTrusted = createTrustedProxyTest(trustProxy);
+  const trust = (address: string, hop: number) => isTrusted(address, hop);
   return (connection) => {
     const forwardedFor = connection.headers["x-forwarded-for"];
     // Only what proxy-addr reads: the socket's peer and the header, joined if it came repeated.

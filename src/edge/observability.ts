@@ -1,10 +1,9 @@
 import { randomUUID } from "node:crypto";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { ConnectError, createContextKey, type ContextValues, type Interceptor, type StreamResponse } from "@connectrpc/connect";
-import proxyaddr from "proxy-addr";
 import type { AccessRecord, Logger } from "../logger.js";
 import type { RegistryMetrics } from "../observability/metrics.js";
-import type { ClientAddressResolver } from "./client-address.js";
+import { createTrustedProxyTest, type ClientAddressResolver } from "./client-address.js";
 import type { HttpExchange, NodeRequest } from "./http-exchange.js";
 import { codeName } from "./status-codes.js";
 
@@ -63,7 +62,7 @@ export function rpcName(method: DescMethod): string {
 }
 
 /**
- * Calls handed to Connect's adapter (streams, gRPC over HTTP/1.1): their observation by node
+ * Calls handed to Connect's adapter (streaming methods): their observation by node
  * request, for the adapter's context values, since the adapter sees node objects, not exchanges.
  */
 const adapterCalls = new WeakMap<NodeRequest, CallObservation>();
@@ -142,7 +141,8 @@ const MAX_LOGGED_PATH = 200;
  */
 export function createCallObserver(options: CallObserverOptions): CallObserver {
   const { accessLog, metrics, resolveClientAddress } = options;
-  const trustedPeer = trustedPeerTest(options.trustProxy);
+  const isTrusted = createTrustedProxyTest(options.trustProxy);
+  const trustedPeer = (address: string | undefined) => address !== undefined && isTrusted(address);
   return {
     begin(exchange) {
       const observation = exchange.observation;
@@ -184,11 +184,4 @@ export function createCallObserver(options: CallObserverOptions): CallObserver {
 function codeOfStatus(status: number | undefined): string {
   if (status === undefined) return "canceled";
   return status < 400 ? "ok" : "unknown";
-}
-
-/** Whether a TCP peer is one of the proxies in TRUST_PROXY (checked for validity at start). */
-function trustedPeerTest(trustProxy: readonly string[]): (address: string | undefined) => boolean {
-  if (trustProxy.length === 0) return () => false;
-  const trust = proxyaddr.compile([...trustProxy]);
-  return (address) => address !== undefined && trust(address, 0);
 }

@@ -2,8 +2,8 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo, Socket } from "node:net";
-import proxyaddr from "proxy-addr";
-import { ConfigError, type RegistryConfig } from "../config.js";
+import type { RegistryConfig } from "../config.js";
+import { createTrustedProxyTest } from "./client-address.js";
 
 /** Where requests go: HTTP/1.1 requests, and HTTP/2 streams (served without node's compatibility layer). */
 export interface RequestHandlers {
@@ -95,7 +95,7 @@ export function createProtocolServer(handlers: RequestHandlers, limits: Connecti
   const h2 = http2.createServer({ settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } });
   const connections = new Map<Socket, Connection>();
   const perAddress = new Map<string, number>();
-  const isTrustedProxy = trustedProxyTest(limits.trustProxy);
+  const isTrustedProxy = createTrustedProxyTest(limits.trustProxy);
   let closingSince: number | undefined;
   let handingOver: Connection | undefined;
 
@@ -364,16 +364,6 @@ function sweepInterval(limits: ConnectionLimits): number {
   const deadlines = [limits.firstBytesTimeoutMs, limits.headersTimeoutMs, limits.requestTimeoutMs, limits.idleTimeoutMs];
   if (limits.http2PingIntervalMs > 0) deadlines.push(limits.http2PingIntervalMs);
   return Math.max(10, Math.min(1_000, Math.floor(Math.min(...deadlines) / 4)));
-}
-
-function trustedProxyTest(trustProxy: readonly string[]): (address: string) => boolean {
-  if (trustProxy.length === 0) return () => false;
-  try {
-    const trust = proxyaddr.compile([...trustProxy]);
-    return (address) => trust(address, 0);
-  } catch (error) {
-    throw new ConfigError(`TRUST_PROXY: ${(error as Error).message}`);
-  }
 }
 
 /**
