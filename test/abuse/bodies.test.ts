@@ -6,8 +6,7 @@ import {
   DiscoverEntriesRequestSchema,
   ResolveEntryRequestSchema,
 } from "../../gen/registry/v1/registry_service_pb.js";
-import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import type { Protocol } from "../support/protocol-clients.js";
 import { BINARY_TRANSPORTS, encodedRequest, JSON_TRANSPORTS, jsonText, objectWithKeys, TRANSPORTS, type Transport } from "./abuse-transports.js";
 import { expectClientError, expectStillServing, timed } from "./client-error.js";
@@ -29,16 +28,14 @@ import { callRaw, envelope, http1Request, http2Request, httpOutcome, outcomeOf, 
 const MAX_BODY = 256 * 1024;
 const SEEDED = "did:reg:main:skill:abuse-bodies@1.0.0";
 
-let db: TestDatabase;
+let setup: PublishingSetup;
 let registry: TestRegistry;
 let publisher: TestPublisher;
 let token: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  registry = await startTestRegistry(db.database);
-  publisher = await createPublisher();
-  token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
+  setup = await startPublishingRegistry(["registry.publish.skill"]);
+  ({ registry, publisher, token } = setup);
   const seeded = await callRaw("rest", registry.url, "CreateEntry", {
     body: JSON.stringify(await publisher.entry("abuse-bodies", "1.0.0")),
     headers: { authorization: `Bearer ${token}` },
@@ -47,8 +44,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await registry?.close();
-  await db?.drop();
+  await setup?.close();
 });
 
 /** The protocol whose ordinary client checks the server after a case on this transport. */

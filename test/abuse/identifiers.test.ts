@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
 import { expectClientError, expectStillServing } from "./client-error.js";
 import { http1Request, httpOutcome, rawSocketRequest } from "./raw-wire.js";
@@ -17,24 +16,21 @@ const NAME = "abuse-ids";
 const BASE = `did:reg:main:skill:${NAME}`;
 const SEEDED = `${BASE}@1.0.0`;
 
-let db: TestDatabase;
+let setup: PublishingSetup;
 let registry: TestRegistry;
 let publisher: TestPublisher;
 let token: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  registry = await startTestRegistry(db.database);
-  publisher = await createPublisher();
-  token = await registry.accessToken(publisher.did, ["registry.publish.*"]);
+  setup = await startPublishingRegistry(["registry.publish.*"]);
+  ({ registry, publisher, token } = setup);
   const client = registryClient("rest", registry.url);
   const created = await client.create(await publisher.entry(NAME, "1.0.0"), token);
   expect(created.code, created.message).toBe("ok");
 });
 
 afterAll(async () => {
-  await registry?.close();
-  await db?.drop();
+  await setup?.close();
 });
 
 /** An entry DID carried as a request field (RPC) or percent-encoded into the path (REST). */

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
-import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
+import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { registryClient, type CallResult, type Protocol } from "../support/protocol-clients.js";
 import {
   BINARY_TRANSPORTS,
@@ -26,20 +25,17 @@ import {
  * them; JSON has no NaN).
  */
 
-let db: TestDatabase;
+let setup: PublishingSetup;
 let registry: TestRegistry;
 let publisher: TestPublisher;
 let token: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  registry = await startTestRegistry(db.database);
-  publisher = await createPublisher();
-  token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
+  setup = await startPublishingRegistry(["registry.publish.skill"]);
+  ({ registry, publisher, token } = setup);
 });
 afterAll(async () => {
-  await registry?.close();
-  await db?.drop();
+  await setup?.close();
 });
 
 interface InputCase {

@@ -1,8 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createCursorCodec } from "../../src/domain/page-cursor.js";
-import { createPublisher, startTestRegistry, type TestRegistry } from "../support/registry-fixture.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { startPublishingRegistry, type PublishingSetup, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient, type CallResult, type Protocol } from "../support/protocol-clients.js";
 import { expectClientError, timed } from "./client-error.js";
 
@@ -20,14 +19,13 @@ const BOUND_MS = 2_000;
 const MAX_QUERY_BYTES = 4096;
 const LONG_TEXT_ENTRIES = 24;
 
-let db: TestDatabase;
+let setup: PublishingSetup;
 let registry: TestRegistry;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  registry = await startTestRegistry(db.database);
-  const publisher = await createPublisher();
-  const token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
+  setup = await startPublishingRegistry(["registry.publish.skill"]);
+  const { publisher, token } = setup;
+  registry = setup.registry;
   const client = registryClient("rest", registry.url);
   // Long texts of one letter are what wildcard-heavy LIKE patterns backtrack over longest.
   for (let index = 0; index < LONG_TEXT_ENTRIES; index++) {
@@ -42,8 +40,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await registry?.close();
-  await db?.drop();
+  await setup?.close();
 });
 
 async function callWithin(protocol: Protocol, call: (client: ReturnType<typeof registryClient>) => Promise<CallResult>): Promise<CallResult> {

@@ -1,8 +1,7 @@
 import * as ed from "@noble/ed25519";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { entrySigningPayload, revocationSigningPayload, REVOKE_PAYLOAD_TYPE } from "../../src/domain/signing-payload.js";
-import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { createPublisher, startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
 import { expectClientError } from "./client-error.js";
 
@@ -15,23 +14,20 @@ import { expectClientError } from "./client-error.js";
  * accept: publishedAt in any RFC 3339 UTC form, signed over its toISOString form.
  */
 
-let db: TestDatabase;
+let setup: PublishingSetup;
 let registry: TestRegistry;
 let publisher: TestPublisher;
 let other: TestPublisher;
 let token: string;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  registry = await startTestRegistry(db.database);
-  publisher = await createPublisher();
+  setup = await startPublishingRegistry(["registry.publish.skill"]);
+  ({ registry, publisher, token } = setup);
   other = await createPublisher();
-  token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
 });
 
 afterAll(async () => {
-  await registry?.close();
-  await db?.drop();
+  await setup?.close();
 });
 
 const encode = (bytes: Uint8Array) => `ed25519:${Buffer.from(bytes).toString("base64url")}`;

@@ -4,8 +4,8 @@ import { exportJWK, generateKeyPair, importJWK, SignJWT, type CryptoKey, type JW
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CreateEntryRequestSchema } from "../../gen/registry/v1/registry_service_pb.js";
 import { forgeToken, unsignedToken, type ForgeOptions } from "../auth/auth-fixtures.js";
-import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
+import type { TestDatabase } from "../support/test-database.js";
 import type { Transport } from "./abuse-transports.js";
 import { expectClientError, expectStillServing } from "./client-error.js";
 import { callRaw, envelope, http1Request, http2Request, httpOutcome, outcomeOf, rawSocketRequest, type WireOutcome } from "./raw-wire.js";
@@ -26,6 +26,7 @@ const TRANSPORTS: readonly Transport[] = ["rest", "connect-json", "grpc-web", "g
 const SEEDED_NAME = "abuse-tokens";
 const SEEDED = `did:reg:main:skill:${SEEDED_NAME}@1.0.0`;
 
+let setup: PublishingSetup;
 let db: TestDatabase;
 let registry: TestRegistry;
 let publisher: TestPublisher;
@@ -37,10 +38,8 @@ let issuerKey: { kid: string; privateKey: CryptoKey; publicX: string };
 let stranger: { privateKey: CryptoKey; publicJwk: JWK };
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  registry = await startTestRegistry(db.database);
-  publisher = await createPublisher();
-  token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
+  setup = await startPublishingRegistry(["registry.publish.skill"]);
+  ({ db, registry, publisher, token } = setup);
   const row = await db.database.knex("issuer_keys").whereNull("retired_at").first();
   const privateJwk: JWK = typeof row.private_jwk === "string" ? JSON.parse(row.private_jwk) : row.private_jwk;
   issuerKey = { kid: row.kid, privateKey: (await importJWK(privateJwk, "EdDSA")) as CryptoKey, publicX: privateJwk.x! };
@@ -51,8 +50,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await registry?.close();
-  await db?.drop();
+  await setup?.close();
 });
 
 /** A token as the issuer would make it for the publisher, with one thing changed. */

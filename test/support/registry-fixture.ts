@@ -3,6 +3,7 @@ import { createKnexAuthRepository } from "../../src/auth/auth-repository.js";
 import { generateRootToken, generateRootTokenId, hashRootToken } from "../../src/auth/root-tokens.js";
 import { loadConfig, type RegistryConfig } from "../../src/config.js";
 import type { Database } from "../../src/storage/database.js";
+import { createTestDatabase, type TestDatabase } from "./test-database.js";
 import { generateKeyPair, signEntry, signRevocation, type KeyPair } from "../../src/sdk/signing.js";
 import { createLogger } from "../../src/logger.js";
 
@@ -92,6 +93,38 @@ export async function createPublisher(entryType = "skill"): Promise<TestPublishe
     },
     async revocation(did, reason) {
       return { reason, signature: await signRevocation(did, reason, keys.privateKey) };
+    },
+  };
+}
+
+/** A registry on a fresh test database, and one publisher with an access token. */
+export interface PublishingSetup {
+  readonly db: TestDatabase;
+  readonly registry: TestRegistry;
+  readonly publisher: TestPublisher;
+  /** The publisher's access token for the scopes asked. */
+  readonly token: string;
+  /** Stops the registry and drops its database. */
+  close(): Promise<void>;
+}
+
+/** The start most test files share: a database, a registry on it, a publisher and its token. */
+export async function startPublishingRegistry(
+  scopes: readonly string[],
+  overrides: Partial<RegistryConfig> = {},
+): Promise<PublishingSetup> {
+  const db = await createTestDatabase();
+  const registry = await startTestRegistry(db.database, overrides);
+  const publisher = await createPublisher();
+  const token = await registry.accessToken(publisher.did, scopes);
+  return {
+    db,
+    registry,
+    publisher,
+    token,
+    async close() {
+      await registry.close();
+      await db.drop();
     },
   };
 }
