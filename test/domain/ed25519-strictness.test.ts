@@ -7,6 +7,7 @@ import { createSignatureVerifier, formatSignature, parseSignature } from "../../
 import { entrySigningPayload, type EntrySigningFields } from "../../src/domain/signing-payload.js";
 import { decodeSignature, signEntry, verifyEd25519, verifyEntrySignature } from "../../src/sdk/signing.js";
 import { seededRandom } from "../support/seeded-random.js";
+import { ENTRY, ENTRY_SIGNATURE, PUBLIC_KEY_HEX, SEED_HEX } from "../support/published-vector.js";
 
 /**
  * The registry's Ed25519 rule (docs/signatures.md, "Which keys and signatures are accepted"): the
@@ -42,25 +43,8 @@ const NON_CANONICAL_KEYS = [
 const UNIVERSAL_SIGNATURE =
   "ed25519:AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
-// The documented entry and its signature (docs/signatures.md, "Test vector"), then that signature
+// The documented entry's signature (test/support/published-vector.ts)
 // with L added to S, and with S = L exactly.
-const SEED_HEX = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
-const PUBLIC_KEY_HEX = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
-const DID = "did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw";
-const ENTRY = {
-  entryDid: "did:reg:main:skill:pdf-summarizer@1.2.0",
-  entryType: "skill",
-  version: "1.2.0",
-  publisherDid: DID,
-  publishedAt: "2026-11-21T10:00:00Z",
-  description: "Summarises PDF files — résumé included",
-  tags: ["pdf", "summarization"],
-  data: { runtime: "node", license: "Apache-2.0", limits: { maxPages: 200, timeoutSeconds: 30 } },
-  contentHash: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-  bondAmount: "100 USDC",
-} as const satisfies EntrySigningFields;
-const ENTRY_SIGNATURE =
-  "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nTYwxSzLgqwHpF1ZwUa0iMiGZ3iBjZ7xQknXpjhgvIAw";
 const ENTRY_SIGNATURE_S_PLUS_L =
   "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nANwKv5hs9GFHizD_zZCehiGZ3iBjZ7xQknXpjhgvIEw";
 const ENTRY_SIGNATURE_S_EQUALS_L =

@@ -20,35 +20,11 @@ import {
   verifyRevocationSignature,
   type EntrySigningFields,
 } from "../../src/sdk/index.js";
+import { DID, ENTRY, ENTRY_SIGNATURE, PUBLIC_KEY_HEX, SEED_BASE64URL, SEED_HEX } from "../support/published-vector.js";
 
-// The published vector of docs/signatures.md, copied here so a change to either is caught.
-const SEED_HEX = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
-const SEED_BASE64URL = "nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A";
-const PUBLIC_KEY_HEX = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
-const DID = "did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw";
-
-const ENTRY = {
-  entryDid: "did:reg:main:skill:pdf-summarizer@1.2.0",
-  entryType: "skill",
-  version: "1.2.0",
-  publisherDid: DID,
-  publishedAt: "2026-11-21T10:00:00Z",
-  description: "Summarises PDF files — résumé included",
-  tags: ["pdf", "summarization"],
-  data: {
-    runtime: "node",
-    license: "Apache-2.0",
-    limits: { maxPages: 200, timeoutSeconds: 30 },
-  },
-  contentHash: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
-  bondAmount: "100 USDC",
-} as const satisfies EntrySigningFields;
 const ENTRY_PAYLOAD =
   '{"bondAmount":"100 USDC","contentHash":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","data":{"license":"Apache-2.0","limits":{"maxPages":200,"timeoutSeconds":30},"runtime":"node"},"description":"Summarises PDF files — résumé included","entryDid":"did:reg:main:skill:pdf-summarizer@1.2.0","entryType":"skill","payloadType":"registry.entry.v1","publishedAt":"2026-11-21T10:00:00.000Z","publisherDid":"did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw","tags":["pdf","summarization"],"version":"1.2.0"}';
 const ENTRY_PAYLOAD_SHA256 = "f799969311db2d7e8c377cb4d6597381531b14556ca087ae0e73bf3fe6ef008f";
-const ENTRY_SIGNATURE =
-  "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nTYwxSzLgqwHpF1ZwUa0iMiGZ3iBjZ7xQknXpjhgvIAw";
-
 const MINIMAL_ENTRY = {
   entryDid: "did:reg:main:agent:echo@0.1.0-beta.1",
   entryType: "agent",

@@ -1,0 +1,29 @@
+import type { EntrySigningFields } from "../../src/sdk/index.js";
+
+/**
+ * The published test vector of docs/signatures.md ("Test vector"), written out here so that a
+ * change to the docs or to the signing code is caught by the tests that use it.
+ */
+export const SEED_HEX = "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60";
+export const SEED_BASE64URL = "nWGxne_9WmC6hEr0kuwsxERJxWl7MmkZcDusAxyuf2A";
+export const PUBLIC_KEY_HEX = "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a";
+export const DID = "did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw";
+
+export const ENTRY = {
+  entryDid: "did:reg:main:skill:pdf-summarizer@1.2.0",
+  entryType: "skill",
+  version: "1.2.0",
+  publisherDid: DID,
+  publishedAt: "2026-11-21T10:00:00Z",
+  description: "Summarises PDF files — résumé included",
+  tags: ["pdf", "summarization"],
+  data: {
+    runtime: "node",
+    license: "Apache-2.0",
+    limits: { maxPages: 200, timeoutSeconds: 30 },
+  },
+  contentHash: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+  bondAmount: "100 USDC",
+} as const satisfies EntrySigningFields;
+export const ENTRY_SIGNATURE =
+  "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nTYwxSzLgqwHpF1ZwUa0iMiGZ3iBjZ7xQknXpjhgvIAw";
