@@ -15,6 +15,11 @@ export interface RegistryConfig {
   readonly role: ServerRole;
   /** Postgres URL; empty means the embedded PGlite database in `dataDir`. */
   readonly databaseUrl: string;
+  /**
+   * Postgres URLs of streaming read replicas of `databaseUrl`; resolves and discovery read from
+   * them, writes and reads that must see them from the primary. Empty: everything on the primary.
+   */
+  readonly databaseReadUrls: readonly string[];
   readonly dataDir: string;
   readonly databasePoolMax: number;
   readonly statementTimeoutMs: number;
@@ -106,6 +111,14 @@ export interface RegistryConfig {
   readonly accessLog: boolean;
   /** Serve GET /metrics on this separate port (0: any free one); undefined serves it on the main port. */
   readonly metricsPort: number | undefined;
+  /**
+   * Where OpenTelemetry traces are sent (OTLP over HTTP, the full URL of the traces endpoint);
+   * undefined turns tracing off. From OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
+   * OTEL_EXPORTER_OTLP_ENDPOINT with `/v1/traces` appended, as the OpenTelemetry spec defines.
+   */
+  readonly otlpTracesEndpoint: string | undefined;
+  /** The `service.name` traces carry (OTEL_SERVICE_NAME). */
+  readonly otelServiceName: string;
 }
 
 export class ConfigError extends Error {}
@@ -124,6 +137,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     port,
     role: role(env.REGISTRY_ROLE ?? "all"),
     databaseUrl: env.DATABASE_URL ?? "",
+    databaseReadUrls: readUrls(env),
     dataDir: env.REGISTRY_DATA_DIR ?? "./.registry",
     databasePoolMax: integer(env, "DATABASE_POOL_MAX", 16, 1, 1000),
     statementTimeoutMs,
@@ -167,6 +181,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     logLevel: logLevel(env.LOG_LEVEL),
     accessLog: boolean(env, "ACCESS_LOG", true),
     metricsPort: env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer(env, "METRICS_PORT", 0, 0, 65535),
+    otlpTracesEndpoint: otlpTracesEndpoint(env),
+    otelServiceName: env.OTEL_SERVICE_NAME?.trim() || "registry",
     ...overrides,
   };
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -214,6 +230,30 @@ function queryTimeout(env: Env, longestStatementMs: number): number {
     );
   }
   return value;
+}
+
+/** DATABASE_READ_URL: one or more postgres:// URLs, comma-separated; only next to DATABASE_URL. */
+function readUrls(env: Env): string[] {
+  const text = env.DATABASE_READ_URL;
+  if (text === undefined || text.trim() === "") return [];
+  if (env.DATABASE_URL === undefined || env.DATABASE_URL === "") {
+    throw new ConfigError("DATABASE_READ_URL names read replicas of DATABASE_URL; set DATABASE_URL too (the embedded database has no replicas)");
+  }
+  const urls = list(text, "DATABASE_READ_URL");
+  for (const url of urls) {
+    if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError("DATABASE_READ_URL: every URL must start with postgres:// (they are comma-separated)");
+  }
+  return urls;
+}
+
+/** OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used as is; the generic endpoint gets the signal's path. */
+function otlpTracesEndpoint(env: Env): string | undefined {
+  const traces = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
+  const generic = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
+  const endpoint = traces || (generic ? `${trimSlash(generic)}/v1/traces` : undefined);
+  if (endpoint === undefined) return undefined;
+  if (!/^https?:\/\//.test(endpoint)) throw new ConfigError(`the OTLP traces endpoint must be an http(s) URL, not "${endpoint}"`);
+  return endpoint;
 }
 
 function logLevel(text: string | undefined): LogLevel {
