@@ -36,6 +36,14 @@ import { createCachedEntryRepository } from "./storage/entry-cache.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
 import { createKnexDiscoveryRepository } from "./storage/knex-discovery-repository.js";
 import { loadOrCreateSecret } from "./storage/registry-secrets.js";
+import { checkSameCluster, createWalPositions, openReadReplicas } from "./storage/read-replicas.js";
+import {
+  createReadRouter,
+  createReplicaRoutedDiscoveryRepository,
+  createReplicaRoutedEntryRepository,
+  type ReadRouterOptions,
+} from "./storage/read-routing.js";
+import { createReplicaFreshness } from "./storage/replica-freshness.js";
 import type { EntryRepository } from "./entries/entry-repository.js";
 import { TokenService } from "../gen/auth/v1/token_service_pb.js";
 import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
@@ -70,14 +78,22 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     if (options.database === undefined) await database.close();
     throw error;
   });
+  const replicas = await openReplicas(config, database, logger).catch(async (error: unknown) => {
+    if (options.database === undefined) await database.close();
+    throw error;
+  });
   const shutdown = new AbortController();
   // Connect links every call in flight to this signal: one listener each, legitimately many.
   setMaxListeners(0, shutdown.signal);
   const metrics = createMetrics({
-    pool: knexPoolStats(database.knex),
+    pools: Object.fromEntries([
+      ["primary", knexPoolStats(database.knex)],
+      ...replicas.map((replica, index) => [`replica-${index + 1}`, knexPoolStats(replica.knex)]),
+    ]),
     entryCache: () => entryStore.stats(),
   });
-  const entryStore = await openEntryRepository(config, database, logger, metrics);
+  const routing = readRouterOptions(logger, metrics);
+  const entryStore = await openEntryRepository(config, { primary: database, replicas, routing }, logger, metrics);
   // Built (and TRUST_PROXY checked) at start whatever the limits; read when limiting and for
   // access lines, so with neither no request pays for resolving one.
   const resolveClientAddress = createClientAddressResolver(config.trustProxy);
@@ -85,7 +101,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const limiter = openedLimiter === undefined ? undefined : countedRateLimiter(openedLimiter, metrics);
   const contextValues = limiter === undefined ? undefined : contextValuesFor(resolveClientAddress);
   const limitWrite = limiter?.policies.has("writes") ? createWriteLimit(limiter) : undefined;
-  const services = await createServices(config, database, entryStore.repository, limitWrite);
+  const services = await createServices(config, { primary: database, replicas, routing }, entryStore.repository, limitWrite);
   const addressLimits = ADDRESS_LIMITS.filter(({ policy }) => limiter?.policies.has(policy));
   // The limiter runs first (outermost): a refused call costs nothing more, and its headers reach
   // every answer, errors (already mapped to Connect errors) included.
@@ -173,8 +189,39 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       shutdown.abort();
       await limiter?.close();
       await entryStore.close();
+      await Promise.all(replicas.map((replica) => replica.close()));
       if (options.database === undefined) await database.close();
     },
+  };
+}
+
+/** The primary and its read replicas (none unless DATABASE_READ_URL is set), and how reads pick. */
+interface Databases {
+  readonly primary: Database;
+  readonly replicas: readonly Database[];
+  readonly routing: ReadRouterOptions;
+}
+
+/** Pools for DATABASE_READ_URL, checked to be replicas of the primary where they can be reached. */
+async function openReplicas(config: RegistryConfig, primary: Database, logger: Logger): Promise<Database[]> {
+  if (config.databaseReadUrls.length === 0 || config.role === "auth") return [];
+  const replicas = await openReadReplicas(config.databaseReadUrls, { ...config, poolMax: config.databasePoolMax });
+  try {
+    await checkSameCluster(primary, replicas, (replica, error) =>
+      logger.warn("read replica unreachable at start; reads go to the primary until it answers", { replica: replica + 1, ...describeError(error) }),
+    );
+  } catch (error) {
+    await Promise.all(replicas.map((replica) => replica.close()));
+    throw error;
+  }
+  return replicas;
+}
+
+function readRouterOptions(logger: Logger, metrics: RegistryMetrics): ReadRouterOptions {
+  return {
+    onRead: (target, reason) => metrics.databaseRead(target, reason),
+    onReplicaFailure: (replica, error) =>
+      logger.warn("read replica failed; resting it and reading from the primary", { replica: replica + 1, ...describeError(error) }),
   };
 }
 
@@ -271,14 +318,16 @@ async function openRateLimiter(config: RegistryConfig, database: Database, logge
 }
 
 /**
- * The entry repository, behind a per-process read cache unless ENTRY_CACHE_SIZE is 0. On Postgres
- * other processes' writes reach the cache through LISTEN/NOTIFY; an embedded database has no
- * other writers.
+ * The entry repository: reading from replicas when there are any, behind a per-process read cache
+ * unless ENTRY_CACHE_SIZE is 0. On Postgres other processes' writes reach the cache, and the
+ * replica routing, through LISTEN/NOTIFY; an embedded database has no other writers.
  */
-async function openEntryRepository(config: RegistryConfig, database: Database, logger: Logger, metrics: RegistryMetrics) {
-  const repository = createKnexEntryRepository(database.knex);
-  if (config.entryCacheSize === 0 || config.role === "auth") {
-    return { repository, stats: () => ({ entries: 0, bytes: 0 }), close: async () => {} };
+async function openEntryRepository(config: RegistryConfig, databases: Databases, logger: Logger, metrics: RegistryMetrics) {
+  const { primary: database, replicas } = databases;
+  const primary = createKnexEntryRepository(database.knex);
+  const cached = config.entryCacheSize > 0 && config.role !== "auth";
+  if (!cached && replicas.length === 0) {
+    return { repository: primary, stats: () => ({ entries: 0, bytes: 0 }), close: async () => {} };
   }
   const feed =
     database.url !== undefined
@@ -289,6 +338,28 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
           onError: (error) => logger.error("entry change feed lost; caching paused", describeError(error)),
         })
       : createLocalChangeFeed();
+  let repository = primary;
+  let closeFreshness = () => {};
+  if (replicas.length > 0) {
+    const freshness = createReplicaFreshness({
+      feed,
+      positions: createWalPositions(database, replicas),
+      onError: (error) => logger.warn("cannot read the replicas' positions; changed entries are read from the primary meanwhile", describeError(error)),
+    });
+    closeFreshness = () => freshness.close();
+    const router = createReadRouter(primary, replicas.map((replica) => createKnexEntryRepository(replica.knex)), databases.routing);
+    repository = createReplicaRoutedEntryRepository(router, freshness);
+  }
+  if (!cached) {
+    return {
+      repository,
+      stats: () => ({ entries: 0, bytes: 0 }),
+      close: async () => {
+        closeFreshness();
+        await feed.close();
+      },
+    };
+  }
   const cache = createCachedEntryRepository(repository, feed, {
     maxEntries: config.entryCacheSize,
     maxBytes: config.entryCacheMb * 1024 * 1024,
@@ -297,17 +368,21 @@ async function openEntryRepository(config: RegistryConfig, database: Database, l
   return {
     repository: cache as EntryRepository,
     stats: () => ({ entries: cache.size, bytes: cache.bytes }),
-    close: () => feed.close(),
+    close: async () => {
+      closeFreshness();
+      await feed.close();
+    },
   };
 }
 
 /** The implementations of the services this role serves. */
 async function createServices(
   config: RegistryConfig,
-  database: Database,
+  databases: Databases,
   entryRepository: EntryRepository,
   limitWrite: WriteLimit | undefined,
 ): Promise<ServedService[]> {
+  const { primary: database, replicas } = databases;
   const services: ServedService[] = [];
   const authRepository = createKnexAuthRepository(database.knex);
   const issuer =
@@ -322,8 +397,14 @@ async function createServices(
     keys: issuer === undefined ? new URL(`${config.authUrl}/.well-known/jwks.json`) : (opts) => issuer.jwks(opts),
   });
   const entries = createEntryService({ repository: entryRepository, entryTypes: config.entryTypes });
+  const discoveryOn = (knex: Database["knex"]) => createKnexDiscoveryRepository(knex, { statementTimeoutMs: config.discoveryTimeoutMs });
   const discovery = createDiscoveryService({
-    repository: createKnexDiscoveryRepository(database.knex, { statementTimeoutMs: config.discoveryTimeoutMs }),
+    repository:
+      replicas.length === 0
+        ? discoveryOn(database.knex)
+        : createReplicaRoutedDiscoveryRepository(
+            createReadRouter(discoveryOn(database.knex), replicas.map((replica) => discoveryOn(replica.knex)), databases.routing),
+          ),
     cursors: createCursorCodec({
       secret: config.cursorSecret ?? (await loadOrCreateSecret(database.knex, "page-cursor")),
       ttlMs: config.cursorTtlSeconds * 1000,

@@ -11,6 +11,8 @@ export interface RegistryMetrics {
   callFinished(protocol: string, method: string, code: string, seconds: number): void;
   /** A read of the entry cache: answered from memory (hit) or from the database (miss). */
   entryCacheRead(hit: boolean): void;
+  /** A database read sent to the primary or a read replica, and why (see storage/read-routing.ts). */
+  databaseRead(target: string, reason: string): void;
   /** A rate-limit decision under `policy` ("reads", "writes", "tokens"). */
   rateLimitDecision(policy: string, allowed: boolean): void;
   /** The text exposition of every metric. */
@@ -30,8 +32,11 @@ export interface PoolStats {
 }
 
 export interface MetricsSources {
-  /** The database pool, when it can be read (undefined: not yet created). */
-  readonly pool?: () => PoolStats | undefined;
+  /**
+   * The database pools by name ("primary", "replica-1", ...), each read when it can be
+   * (undefined: not yet created).
+   */
+  readonly pools?: Readonly<Record<string, () => PoolStats | undefined>>;
   /** The entry cache's size, when there is one. */
   readonly entryCache?: () => { readonly entries: number; readonly bytes: number };
 }
@@ -70,16 +75,26 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     registers: [registry],
   });
 
-  const { pool, entryCache } = sources;
-  if (pool !== undefined) {
+  const databaseReads = new Counter({
+    name: "registry_db_reads_total",
+    help: "Entry and discovery reads by where they went (primary or replica) and why; only counted with read replicas configured",
+    labelNames: ["target", "reason"] as const,
+    registers: [registry],
+  });
+
+  const { pools, entryCache } = sources;
+  if (pools !== undefined) {
     const poolGauge = (name: string, help: string, read: (stats: PoolStats) => number) =>
       new Gauge({
         name,
         help,
+        labelNames: ["pool"] as const,
         registers: [registry],
         collect() {
-          const stats = pool();
-          if (stats !== undefined) this.set(read(stats));
+          for (const [pool, statsOf] of Object.entries(pools)) {
+            const stats = statsOf();
+            if (stats !== undefined) this.set({ pool }, read(stats));
+          }
         },
       });
     poolGauge("registry_db_pool_connections_used", "Database connections lent out to queries", (stats) => stats.used);
@@ -113,6 +128,9 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     },
     entryCacheRead(hit) {
       (hit ? hits : misses).inc();
+    },
+    databaseRead(target, reason) {
+      databaseReads.inc({ target, reason });
     },
     rateLimitDecision(policy, allowed) {
       decisions.inc({ policy, decision: allowed ? "allowed" : "refused" });

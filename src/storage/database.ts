@@ -23,6 +23,11 @@ export interface DatabaseOptions {
    * so it should exceed every statement timeout in use.
    */
   readonly databaseQueryTimeoutMs?: number;
+  /**
+   * How the pool's connections name themselves to Postgres (pg_stat_activity), so an operator can
+   * tell the primary's pool from a read replica's. Default "registry".
+   */
+  readonly applicationName?: string;
 }
 
 /** Defaults that bound a request to an unreachable Postgres to a few seconds. */
@@ -65,7 +70,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
       connection: {
         ...postgresClientSettings(options.databaseUrl, {
           connectTimeoutMs: options.databaseConnectTimeoutMs,
-          applicationName: "registry",
+          applicationName: options.applicationName ?? "registry",
         }),
         statement_timeout: statementTimeout,
         query_timeout: options.databaseQueryTimeoutMs ?? DATABASE_TIMEOUT_DEFAULTS.queryMs,

@@ -336,8 +336,8 @@ describe("metrics", () => {
       expect(sample(after, hits) - sample(before, hits)).toBeGreaterThanOrEqual(1);
       expect(sample(after, 'registry_entry_cache_reads_total{result="miss"}')).toBeGreaterThanOrEqual(2);
       expect(sample(after, allowed) - sample(before, allowed)).toBe(3);
-      expect(sample(after, "registry_db_pool_connections_max")).toBeGreaterThanOrEqual(1);
-      expect(after).toMatch(/^registry_db_pool_pending_acquires \d+$/m);
+      expect(sample(after, 'registry_db_pool_connections_max{pool="primary"}')).toBeGreaterThanOrEqual(1);
+      expect(after).toMatch(/^registry_db_pool_pending_acquires\{pool="primary"\} \d+$/m);
       expect(after).toMatch(/^registry_entry_cache_entries \d+$/m);
       expect(after).toMatch(/^nodejs_eventloop_lag_seconds [\d.e-]+$/m);
       expect(after).toMatch(/^process_cpu_seconds_total [\d.e-]+$/m);

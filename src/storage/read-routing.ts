@@ -1,0 +1,118 @@
+import type { DiscoveryRepository } from "../discovery/discovery-repository.js";
+import type { EntryRepository } from "../entries/entry-repository.js";
+import { UnavailableError } from "../errors.js";
+import type { PrimaryReadReason, ReplicaFreshness } from "./replica-freshness.js";
+
+/** Where a read went, and why: the labels of the reads-by-target metric. */
+export type ReadTarget = "primary" | "replica";
+export type ReadReason = "replica" | PrimaryReadReason | "replicas-resting" | "replica-failed";
+
+export interface ReadRouterOptions {
+  /** How long a replica that failed to answer is passed over before it is tried again. */
+  readonly restMs?: number;
+  readonly now?: () => number;
+  /** Told where each read went and why. */
+  readonly onRead?: (target: ReadTarget, reason: ReadReason) => void;
+  /** Told when a replica failed and was put to rest; the read was retried on the primary. */
+  readonly onReplicaFailure?: (replica: number, error: unknown) => void;
+}
+
+/** One repository per database: the primary's, and one per read replica. */
+export interface ReadRouter<R> {
+  readonly primary: R;
+  /**
+   * Runs `read` on the next replica, round robin, or on the primary when `primaryReason` is given
+   * or every replica is resting. A replica that fails as unavailable (down, unreachable, or a
+   * query cancelled by a recovery conflict) rests for a while, and the read is retried on the
+   * primary: losing a replica costs latency, not answers.
+   */
+  read<T>(read: (repository: R) => Promise<T>, primaryReason?: PrimaryReadReason): Promise<T>;
+}
+
+export function createReadRouter<R>(primary: R, replicas: readonly R[], options: ReadRouterOptions = {}): ReadRouter<R> {
+  const restMs = options.restMs ?? 5_000;
+  const now = options.now ?? Date.now;
+  const onRead = options.onRead ?? (() => {});
+  const onReplicaFailure = options.onReplicaFailure ?? (() => {});
+  const restingUntil = replicas.map(() => 0);
+  let next = 0;
+
+  /** The index of the next replica not resting, advancing the round robin; -1 when all rest. */
+  function nextReplica(): number {
+    const at = now();
+    for (let tried = 0; tried < replicas.length; tried++) {
+      const index = next;
+      next = (next + 1) % replicas.length;
+      if (restingUntil[index]! <= at) return index;
+    }
+    return -1;
+  }
+
+  async function onPrimary<T>(read: (repository: R) => Promise<T>, reason: ReadReason): Promise<T> {
+    onRead("primary", reason);
+    return read(primary);
+  }
+
+  return {
+    primary,
+    async read(read, primaryReason) {
+      if (primaryReason !== undefined) return onPrimary(read, primaryReason);
+      const index = nextReplica();
+      if (index < 0) return onPrimary(read, "replicas-resting");
+      onRead("replica", "replica");
+      try {
+        return await read(replicas[index]!);
+      } catch (error) {
+        if (!(error instanceof UnavailableError)) throw error;
+        restingUntil[index] = now() + restMs;
+        onReplicaFailure(index, error);
+        return onPrimary(read, "replica-failed");
+      }
+    },
+  };
+}
+
+/**
+ * Entries with resolves and version lists read from replicas, except those of entries changed so
+ * recently that a replica may not show the change (see replica-freshness.ts). Writes, and the
+ * ownership check that decides a write, always use the primary.
+ */
+export function createReplicaRoutedEntryRepository(
+  router: ReadRouter<EntryRepository>,
+  freshness: ReplicaFreshness,
+): EntryRepository {
+  const { primary } = router;
+  return {
+    async createEntry(entry) {
+      try {
+        return await primary.createEntry(entry);
+      } finally {
+        freshness.changed(entry.baseDid);
+      }
+    },
+    async revoke(baseDid, version, revocation) {
+      try {
+        return await primary.revoke(baseDid, version, revocation);
+      } finally {
+        freshness.changed(baseDid);
+      }
+    },
+    findOwner: (baseDid) => primary.findOwner(baseDid),
+    findLatest: (baseDid) => router.read((repository) => repository.findLatest(baseDid), freshness.primaryReason(baseDid)),
+    findVersion: (baseDid, version) =>
+      router.read((repository) => repository.findVersion(baseDid, version), freshness.primaryReason(baseDid)),
+    listVersions: (baseDid) => router.read((repository) => repository.listVersions(baseDid), freshness.primaryReason(baseDid)),
+  };
+}
+
+/**
+ * Discovery on the replicas. Its pages may lag the primary by the replication delay (a just
+ * published entry appears in discovery once a replica has replayed it); cursors carry positions,
+ * not snapshots, so a walk may continue on any replica, or on the primary.
+ */
+export function createReplicaRoutedDiscoveryRepository(router: ReadRouter<DiscoveryRepository>): DiscoveryRepository {
+  return {
+    findEntries: (plan, page) => router.read((repository) => repository.findEntries(plan, page)),
+    findProjected: (plan, page) => router.read((repository) => repository.findProjected(plan, page)),
+  };
+}
