@@ -30,7 +30,7 @@ import { countedRateLimiter, createMetrics, knexPoolStats, type RegistryMetrics 
 import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
 import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
 import { describeError, type Logger } from "./logger.js";
-import { migrateToLatest, openDatabase, pendingMigrations, type Database } from "./storage/database.js";
+import { migrateToLatest, openDatabase, pendingMigrations, type Database, type DatabaseOptions } from "./storage/database.js";
 import { createLocalChangeFeed, createPostgresChangeFeed } from "./storage/change-feed.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
@@ -72,7 +72,7 @@ export interface StartOptions {
 /** Opens the database, applies migrations, and serves the halves of the service the role asks for. */
 export async function startRegistry(config: RegistryConfig, options: StartOptions): Promise<RunningRegistry> {
   const { logger } = options;
-  const database = options.database ?? (await openDatabase({ ...config, poolMax: config.databasePoolMax }));
+  const database = options.database ?? (await openDatabase(databaseOptions(config, logger)));
   await prepareSchema(config, database).catch(async (error: unknown) => {
     // An open pool would keep the process alive after it reported the error.
     if (options.database === undefined) await database.close();
@@ -202,10 +202,19 @@ interface Databases {
   readonly routing: ReadRouterOptions;
 }
 
+/** How every pool is opened: sizes and timeouts from the config, knex's messages into the log. */
+function databaseOptions(config: RegistryConfig, logger: Logger): DatabaseOptions {
+  return {
+    ...config,
+    poolMax: config.databasePoolMax,
+    driverLog: (level, message) => logger.debug("database driver", { level, message }),
+  };
+}
+
 /** Pools for DATABASE_READ_URL, checked to be replicas of the primary where they can be reached. */
 async function openReplicas(config: RegistryConfig, primary: Database, logger: Logger): Promise<Database[]> {
   if (config.databaseReadUrls.length === 0 || config.role === "auth") return [];
-  const replicas = await openReadReplicas(config.databaseReadUrls, { ...config, poolMax: config.databasePoolMax });
+  const replicas = await openReadReplicas(config.databaseReadUrls, databaseOptions(config, logger));
   try {
     await checkSameCluster(primary, replicas, (replica, error) =>
       logger.warn("read replica unreachable at start; reads go to the primary until it answers", { replica: replica + 1, ...describeError(error) }),

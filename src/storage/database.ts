@@ -28,6 +28,12 @@ export interface DatabaseOptions {
    * tell the primary's pool from a read replica's. Default "registry".
    */
   readonly applicationName?: string;
+  /**
+   * Where knex's own messages go (a failed connection attempt, for one). Its default is the
+   * console, whose unstructured lines would break a JSON log; every failure it reports also
+   * reaches the caller as an error, so the server keeps them at debug level.
+   */
+  readonly driverLog?: (level: "warn" | "error" | "debug" | "deprecate", message: string) => void;
 }
 
 /** Defaults that bound a request to an unreachable Postgres to a few seconds. */
@@ -76,12 +82,23 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
         query_timeout: options.databaseQueryTimeoutMs ?? DATABASE_TIMEOUT_DEFAULTS.queryMs,
       },
       acquireConnectionTimeout: options.databaseAcquireTimeoutMs ?? DATABASE_TIMEOUT_DEFAULTS.acquireMs,
+      ...(options.driverLog === undefined ? {} : { log: knexLog(options.driverLog) }),
       pool: { min: 0, max: options.poolMax ?? 16, validate: isIdle, afterCreate: closeOnReadTimeout.track },
     });
     knex.on("query-error", closeOnReadTimeout.onQueryError);
     return wrap(knex, "postgres", options.databaseUrl, async () => knex.destroy());
   }
   return openPglite(options.dataDir, statementTimeout);
+}
+
+function knexLog(write: NonNullable<DatabaseOptions["driverLog"]>): Knex.Config["log"] {
+  const text = (message: unknown) => (typeof message === "string" ? message : String(message));
+  return {
+    warn: (message) => write("warn", text(message)),
+    error: (message) => write("error", text(message)),
+    debug: (message) => write("debug", text(message)),
+    deprecate: (method, alternative) => write("deprecate", `${method} is deprecated; use ${alternative}`),
+  };
 }
 
 async function openPglite(dataDir: string, statementTimeout: number): Promise<Database> {
