@@ -14,6 +14,7 @@ import { formatFieldPath, PROTO_KEY, type FieldPath } from "../domain/json-input
 
 /** The path of the first "__proto__" object key anywhere in a parsed JSON value, or undefined. */
 export function findProtoKeyInJson(json: unknown): string | undefined {
+  if (!hasProtoKey(json)) return undefined;
   // An explicit stack, and paths kept as links to the parent's: a hostile body may nest far deeper
   // than the call stack allows, and copying each path would cost the square of the depth.
   const pending: { value: unknown; at: PathLink | undefined }[] = [{ value: json, at: undefined }];
@@ -32,6 +33,28 @@ export function findProtoKeyInJson(json: unknown): string | undefined {
     for (let index = children.length - 1; index >= 0; index--) pending.push(children[index]!);
   }
   return undefined;
+}
+
+/**
+ * Whether any object in a parsed JSON value has a "__proto__" key: the same walk as above without
+ * building paths, so the common body (none) costs no allocation per value.
+ */
+function hasProtoKey(json: unknown): boolean {
+  const pending: unknown[] = [json];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (typeof value !== "object" || value === null) continue;
+    if (Array.isArray(value)) {
+      for (const item of value) if (typeof item === "object" && item !== null) pending.push(item);
+      continue;
+    }
+    for (const key in value) {
+      if (key === PROTO_KEY) return true;
+      const child = (value as Record<string, unknown>)[key];
+      if (typeof child === "object" && child !== null) pending.push(child);
+    }
+  }
+  return false;
 }
 
 interface PathLink {
@@ -65,6 +88,9 @@ interface PendingMessage {
  * Bytes that are not a valid message give undefined, leaving the refusal to the decoder.
  */
 export function findProtoKeyInWire(schema: DescMessage, bytes: Uint8Array): string | undefined {
+  // Protobuf stores strings as their raw UTF-8 bytes, so a "__proto__" key is in the body
+  // verbatim: a body without those bytes (nearly every one) needs no decoding to be cleared.
+  if (!containsBytes(bytes, PROTO_KEY_BYTES)) return undefined;
   try {
     const pending: PendingMessage[] = [{ desc: schema, bytes, at: undefined, depth: 1 }];
     while (pending.length > 0) {
@@ -76,6 +102,10 @@ export function findProtoKeyInWire(schema: DescMessage, bytes: Uint8Array): stri
   } catch {
     return undefined;
   }
+}
+
+function containsBytes(haystack: Uint8Array, needle: Uint8Array): boolean {
+  return Buffer.from(haystack.buffer, haystack.byteOffset, haystack.byteLength).indexOf(needle) >= 0;
 }
 
 /** Reads one message's fields: returns the path of a "__proto__" map key, or queues the nested messages that may hold one. */
