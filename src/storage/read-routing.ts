@@ -5,7 +5,7 @@ import type { PrimaryReadReason, ReplicaFreshness } from "./replica-freshness.js
 
 /** Where a read went, and why: the labels of the reads-by-target metric. */
 export type ReadTarget = "primary" | "replica";
-export type ReadReason = "replica" | PrimaryReadReason | "replicas-resting" | "replica-failed";
+export type ReadReason = "replica" | PrimaryReadReason | "replicas-resting" | "replica-failed" | "missing-on-replica";
 
 export interface ReadRouterOptions {
   /** How long a replica that failed to answer is passed over before it is tried again. */
@@ -26,7 +26,15 @@ export interface ReadRouter<R> {
    * query cancelled by a recovery conflict) rests for a while, and the read is retried on the
    * primary: losing a replica costs latency, not answers.
    */
-  read<T>(read: (repository: R) => Promise<T>, primaryReason?: PrimaryReadReason): Promise<T>;
+  read<T>(read: (repository: R) => Promise<T>, primaryReason?: PrimaryReadReason, options?: ReadOptions<T>): Promise<T>;
+}
+
+export interface ReadOptions<T> {
+  /**
+   * Whether a replica's answer may only mean that the replica is behind, and the primary must be
+   * asked instead: "not found" for a resolve, since the entry may have been published a moment ago.
+   */
+  readonly askPrimaryIf?: (answer: T) => boolean;
 }
 
 export function createReadRouter<R>(primary: R, replicas: readonly R[], options: ReadRouterOptions = {}): ReadRouter<R> {
@@ -55,13 +63,14 @@ export function createReadRouter<R>(primary: R, replicas: readonly R[], options:
 
   return {
     primary,
-    async read(read, primaryReason) {
+    async read(read, primaryReason, readOptions) {
       if (primaryReason !== undefined) return onPrimary(read, primaryReason);
       const index = nextReplica();
       if (index < 0) return onPrimary(read, "replicas-resting");
       onRead("replica", "replica");
       try {
-        return await read(replicas[index]!);
+        const answer = await read(replicas[index]!);
+        return readOptions?.askPrimaryIf?.(answer) === true ? await onPrimary(read, "missing-on-replica") : answer;
       } catch (error) {
         if (!(error instanceof UnavailableError)) throw error;
         restingUntil[index] = now() + restMs;
@@ -72,10 +81,18 @@ export function createReadRouter<R>(primary: R, replicas: readonly R[], options:
   };
 }
 
+const missing = { askPrimaryIf: (entry: unknown) => entry === undefined };
+const noVersions = { askPrimaryIf: (versions: readonly unknown[]) => versions.length === 0 };
+
 /**
  * Entries with resolves and version lists read from replicas, except those of entries changed so
  * recently that a replica may not show the change (see replica-freshness.ts). Writes, and the
  * ownership check that decides a write, always use the primary.
+ *
+ * What a replica does not find is asked of the primary: a client that publishes and at once
+ * resolves through another registry process (before that process has heard of the change) gets
+ * its entry, as npm users expect of `npm publish` then `npm view`. It costs a primary read per
+ * "not found", which the per-address read limit bounds.
  */
 export function createReplicaRoutedEntryRepository(
   router: ReadRouter<EntryRepository>,
@@ -98,10 +115,11 @@ export function createReplicaRoutedEntryRepository(
       }
     },
     findOwner: (baseDid) => primary.findOwner(baseDid),
-    findLatest: (baseDid) => router.read((repository) => repository.findLatest(baseDid), freshness.primaryReason(baseDid)),
+    findLatest: (baseDid) => router.read((repository) => repository.findLatest(baseDid), freshness.primaryReason(baseDid), missing),
     findVersion: (baseDid, version) =>
-      router.read((repository) => repository.findVersion(baseDid, version), freshness.primaryReason(baseDid)),
-    listVersions: (baseDid) => router.read((repository) => repository.listVersions(baseDid), freshness.primaryReason(baseDid)),
+      router.read((repository) => repository.findVersion(baseDid, version), freshness.primaryReason(baseDid), missing),
+    listVersions: (baseDid) =>
+      router.read((repository) => repository.listVersions(baseDid), freshness.primaryReason(baseDid), noVersions),
   };
 }
 
