@@ -28,6 +28,7 @@ import { createUnaryInvoker } from "./edge/unary-invoker.js";
 import { createAdapterOutcomeInterceptor, createCallObserver, withAdapterObservation } from "./edge/observability.js";
 import { countedRateLimiter, createMetrics, knexPoolStats, type RegistryMetrics } from "./observability/metrics.js";
 import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
+import type { Tracing } from "./observability/tracing.js";
 import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
 import { describeError, type Logger } from "./logger.js";
 import { migrateToLatest, openDatabase, pendingMigrations, type Database, type DatabaseOptions } from "./storage/database.js";
@@ -144,6 +145,9 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     maxBodyBytes: config.maxBodyBytes,
     log: logUnexpected,
   });
+  const tracing = await openTracing(config, logger);
+  tracing?.traceQueries(database.knex, "primary");
+  for (const [index, replica] of replicas.entries()) tracing?.traceQueries(replica.knex, `replica-${index + 1}`);
   const server = createProtocolServer(
     createRequestPipeline({
       corsOrigins: config.corsOrigins,
@@ -159,6 +163,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
         metrics,
         trustProxy: config.trustProxy,
         resolveClientAddress,
+        tracer: tracing?.serverSpans,
       }),
       metrics: config.metricsPort === undefined ? metrics : undefined,
     }),
@@ -185,6 +190,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       const endStreams = setTimeout(() => shutdown.abort(), STREAM_DRAIN_MS);
       await server.close(config.shutdownGraceMs);
       clearTimeout(endStreams);
+      // Every call has ended, and so has its span: the last ones are exported now.
+      await tracing?.close();
       await metricsServer?.close();
       shutdown.abort();
       await limiter?.close();
@@ -232,6 +239,20 @@ function readRouterOptions(logger: Logger, metrics: RegistryMetrics): ReadRouter
     onReplicaFailure: (replica, error) =>
       logger.warn("read replica failed; resting it and reading from the primary", { replica: replica + 1, ...describeError(error) }),
   };
+}
+
+/**
+ * OpenTelemetry tracing, when an OTLP endpoint is configured. Imported only then: with tracing
+ * off not one OpenTelemetry module is loaded, and calls run as if it did not exist.
+ */
+async function openTracing(config: RegistryConfig, logger: Logger): Promise<Tracing | undefined> {
+  if (config.otlpTracesEndpoint === undefined) return undefined;
+  const { startTracing } = await import("./observability/tracing.js");
+  return startTracing({
+    endpoint: config.otlpTracesEndpoint,
+    serviceName: config.otelServiceName,
+    onExportError: (error) => logger.warn("trace export failed; these spans are lost", describeError(error)),
+  });
 }
 
 /**

@@ -47,6 +47,7 @@ const RPC_PATH = /^\/[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\/[A-Za-z_]\w*$/;
  */
 export function createRequestPipeline(options: RequestPipelineOptions): RequestHandlers {
   const { observer, metrics } = options;
+  const traced = observer?.traced;
 
   function serve(exchange: HttpExchange): void {
     observer?.begin(exchange);
@@ -64,7 +65,8 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
       void serveMetrics(metrics, exchange);
       return;
     }
-    const work = route(exchange, path);
+    // Traced, the handling runs in the call's span (its queries nest under it) from here on.
+    const work = traced === undefined ? route(exchange, path) : traced(exchange, () => route(exchange, path));
     if (work !== undefined) {
       work.catch((error: unknown) => {
         options.log(error);
