@@ -25,6 +25,7 @@ import { createRequestPipeline } from "./edge/request-pipeline.js";
 import { createRestTranscoder } from "./edge/rest-transcoder.js";
 import { servedService, unaryMethodsByPath, type ServedService } from "./edge/served-services.js";
 import { createUnaryInvoker } from "./edge/unary-invoker.js";
+import { useNodeTextEncoding } from "./edge/rpc/node-text-encoding.js";
 import { createAdapterOutcomeInterceptor, createCallObserver, withAdapterObservation } from "./edge/observability.js";
 import { countedRateLimiter, createMetrics, knexPoolStats, type RegistryMetrics } from "./observability/metrics.js";
 import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
@@ -73,6 +74,7 @@ export interface StartOptions {
 /** Opens the database, applies migrations, and serves the halves of the service the role asks for. */
 export async function startRegistry(config: RegistryConfig, options: StartOptions): Promise<RunningRegistry> {
   const { logger } = options;
+  useNodeTextEncoding();
   const database = options.database ?? (await openDatabase(databaseOptions(config, logger)));
   await prepareSchema(config, database).catch(async (error: unknown) => {
     // An open pool would keep the process alive after it reported the error.
