@@ -253,6 +253,7 @@ async function openTracing(config: RegistryConfig, logger: Logger): Promise<Trac
   return startTracing({
     endpoint: config.otlpTracesEndpoint,
     serviceName: config.otelServiceName,
+    sampleRatio: config.otelSampleRatio,
     onExportError: (error) => logger.warn("trace export failed; these spans are lost", describeError(error)),
   });
 }

@@ -119,6 +119,13 @@ export interface RegistryConfig {
   readonly otlpTracesEndpoint: string | undefined;
   /** The `service.name` traces carry (OTEL_SERVICE_NAME). */
   readonly otelServiceName: string;
+  /**
+   * The share of calls that bring no trace context of their own that are traced, 0 to 1; a
+   * caller's own sampling decision (its traceparent) always stands. From OTEL_TRACES_SAMPLER
+   * (`parentbased_always_on`, the default; `parentbased_traceidratio` with OTEL_TRACES_SAMPLER_ARG;
+   * `parentbased_always_off`), as the OpenTelemetry spec names them.
+   */
+  readonly otelSampleRatio: number;
 }
 
 export class ConfigError extends Error {}
@@ -183,6 +190,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     metricsPort: env.METRICS_PORT === undefined || env.METRICS_PORT === "" ? undefined : integer(env, "METRICS_PORT", 0, 0, 65535),
     otlpTracesEndpoint: otlpTracesEndpoint(env),
     otelServiceName: env.OTEL_SERVICE_NAME?.trim() || "registry",
+    otelSampleRatio: sampleRatio(env),
     ...overrides,
   };
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -254,6 +262,24 @@ function otlpTracesEndpoint(env: Env): string | undefined {
   if (endpoint === undefined) return undefined;
   if (!/^https?:\/\//.test(endpoint)) throw new ConfigError(`the OTLP traces endpoint must be an http(s) URL, not "${endpoint}"`);
   return endpoint;
+}
+
+/** The root sampler's ratio, for the parent-based samplers the OpenTelemetry spec defines. */
+function sampleRatio(env: Env): number {
+  const sampler = env.OTEL_TRACES_SAMPLER?.trim() || "parentbased_always_on";
+  if (sampler === "parentbased_always_on") return 1;
+  if (sampler === "parentbased_always_off") return 0;
+  if (sampler !== "parentbased_traceidratio") {
+    throw new ConfigError(
+      `OTEL_TRACES_SAMPLER must be parentbased_always_on, parentbased_traceidratio or parentbased_always_off, not "${sampler}" (a caller's traceparent always decides for its own calls)`,
+    );
+  }
+  const text = env.OTEL_TRACES_SAMPLER_ARG?.trim() || "1";
+  const ratio = Number(text);
+  if (!/^\d+(\.\d+)?$/.test(text) || ratio > 1) {
+    throw new ConfigError(`OTEL_TRACES_SAMPLER_ARG must be a ratio from 0 to 1, not "${text}"`);
+  }
+  return ratio;
 }
 
 function logLevel(text: string | undefined): LogLevel {

@@ -12,7 +12,14 @@ import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-ho
 import { ExportResultCode, W3CTraceContextPropagator } from "@opentelemetry/core";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { defaultResource, resourceFromAttributes } from "@opentelemetry/resources";
-import { AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, TracerProvider, type SpanExporter } from "@opentelemetry/sdk-trace";
+import {
+  AlwaysOnSampler,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  TraceIdRatioBasedSampler,
+  TracerProvider,
+  type SpanExporter,
+} from "@opentelemetry/sdk-trace";
 import {
   ATTR_CLIENT_ADDRESS,
   ATTR_ERROR_TYPE,
@@ -84,6 +91,8 @@ export interface TracingOptions {
   readonly endpoint: string;
   /** The `service.name` of the resource every span belongs to. */
   readonly serviceName: string;
+  /** The share of calls without a caller's trace context that are traced (0 to 1). */
+  readonly sampleRatio: number;
   /** Told when a batch of spans could not be exported (at most once a minute). */
   readonly onExportError: (error: Error | undefined) => void;
 }
@@ -111,8 +120,11 @@ export function startTracing(options: TracingOptions): Tracing {
   const contextManager = new AsyncLocalStorageContextManager().enable();
   const provider = new TracerProvider({
     resource: defaultResource().merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: options.serviceName })),
-    // A caller's decision stands (its traceparent's sampled flag); calls that bring none are all traced.
-    sampler: new ParentBasedSampler({ root: new AlwaysOnSampler() }),
+    // A caller's decision stands (its traceparent's sampled flag); of the calls that bring none,
+    // the configured share is traced, chosen by trace id so every service keeps the same ones.
+    sampler: new ParentBasedSampler({
+      root: options.sampleRatio >= 1 ? new AlwaysOnSampler() : new TraceIdRatioBasedSampler(options.sampleRatio),
+    }),
     spanProcessors: [new BatchSpanProcessor({ exporter: reportingFailures(new OTLPTraceExporter({ url: options.endpoint }), options.onExportError) })],
   });
   const tracer = provider.getTracer("open-registry");

@@ -176,6 +176,21 @@ describe("with an OTLP endpoint", () => {
     expect(queries.every((query) => query.parentSpanId === span.spanId)).toBe(true);
   });
 
+  it("with OTEL_TRACES_SAMPLER_ARG=0 traces no call of its own choosing, yet keeps a caller's sampled trace", async () => {
+    const registry = await startTraced({ otelSampleRatio: 0 });
+    const unsampled = await fetch(`${registry.url}/v1/entries/${encodeURIComponent(did)}`);
+    expect(unsampled.status).toBe(200);
+    const continued = await fetch(`${registry.url}/v1/entries/${encodeURIComponent(did)}`, {
+      headers: { traceparent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01" },
+    });
+    expect(continued.status).toBe(200);
+    await registry.close();
+
+    const servers = receiver.spans.filter((s) => s.kind === SERVER);
+    expect(servers).toHaveLength(1);
+    expect(servers[0]!.traceId).toBe("4bf92f3577b34da6a3ce929d0e0e4736");
+  });
+
   it("marks a call that failed on the server's side (a passed deadline) as an error, with its code", async () => {
     const registry = await startTraced();
     const response = await fetch(`${registry.url}/${RESOLVE}`, {
