@@ -441,3 +441,14 @@ async function unusedPortUrl(): Promise<string> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
   return `http://127.0.0.1:${port}/v1/traces`;
 }
+
+describe("sampling configuration", () => {
+  it("reads the parent-based samplers and refuses the others and bad ratios, naming the variable", () => {
+    expect(loadConfig({}).otelSampleRatio).toBe(1);
+    expect(loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.25" }).otelSampleRatio).toBe(0.25);
+    expect(loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_always_off" }).otelSampleRatio).toBe(0);
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER: "always_on" })).toThrow(/OTEL_TRACES_SAMPLER/);
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.5" })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "-1" })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+  });
+});
