@@ -30,6 +30,17 @@ export interface PathTemplate {
 
 export class PathTemplateError extends Error {}
 
+/**
+ * A path that has a template's shape but a variable whose percent-encoding is malformed ("%ZZ", a
+ * lone "%", bytes that are not UTF-8): the client sent a bad value for that field, not a path
+ * that names nothing.
+ */
+export class PathEncodingError extends Error {
+  constructor(readonly fieldPath: string) {
+    super(`${fieldPath}: is not valid percent-encoded UTF-8`);
+  }
+}
+
 export function parsePathTemplate(source: string): PathTemplate {
   if (!source.startsWith("/")) throw new PathTemplateError(`template must start with "/": ${source}`);
   const segments: Segment[] = [];
@@ -77,7 +88,8 @@ function segmentOf(part: string, source: string): Segment {
 
 /**
  * Matches a raw (still percent-encoded) request path. Returns the decoded value of each variable
- * by field path, or undefined when the path does not match.
+ * by field path, or undefined when the path does not match; throws PathEncodingError when it
+ * matches but a variable cannot be decoded.
  */
 export function matchPathTemplate(
   template: PathTemplate,
@@ -107,7 +119,7 @@ export function matchPathTemplate(
     const captured = parts.slice(variable.start, variable.end < 0 ? undefined : variable.end);
     const multiSegment = variable.end < 0 || variable.end - variable.start > 1;
     const value = decodeVariable(captured, multiSegment);
-    if (value === undefined) return undefined;
+    if (value === undefined) throw new PathEncodingError(variable.fieldPath);
     values.set(variable.fieldPath, value);
   }
   return values;

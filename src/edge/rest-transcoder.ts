@@ -22,7 +22,7 @@ import type { ErrorLogger } from "./error-mapping.js";
 import { answerConditionally } from "./http-caching.js";
 import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "./http-exchange.js";
 import { rpcName } from "./observability.js";
-import { matchPathTemplate, parsePathTemplate, type PathTemplate } from "./path-template.js";
+import { matchPathTemplate, parsePathTemplate, PathEncodingError, type PathTemplate } from "./path-template.js";
 import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc/rpc-answers.js";
 import { decodeUtf8, messageFromJson, parseJson } from "./rpc/message-codec.js";
 import { cachedJsonBytes, responseJson } from "./rpc/reused-encodings.js";
@@ -165,7 +165,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   function findRoute(method: string, path: string): { route: RestRoute; pathValues: Map<string, string> } {
     const allowed = new Set<string>();
     for (const route of routes) {
-      const pathValues = matchPathTemplate(route.template, path);
+      const pathValues = matchedValues(route, path);
       if (pathValues === undefined) continue;
       if (route.httpMethod === method || (method === "HEAD" && route.httpMethod === "GET")) {
         return { route, pathValues };
@@ -177,6 +177,16 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   }
 
   return { handle, routes };
+}
+
+/** A route's path variables, or undefined when the path is not the route's; a variable that does not decode is the client's error. */
+function matchedValues(route: RestRoute, path: string): Map<string, string> | undefined {
+  try {
+    return matchPathTemplate(route.template, path);
+  } catch (error) {
+    if (error instanceof PathEncodingError) throw InvalidArgumentError.of(error.fieldPath, "is not valid percent-encoded UTF-8");
+    throw error;
+  }
 }
 
 /**

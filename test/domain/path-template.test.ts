@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { matchPathTemplate, parsePathTemplate, PathTemplateError } from "../../src/edge/path-template.js";
+import { matchPathTemplate, parsePathTemplate, PathEncodingError, PathTemplateError } from "../../src/edge/path-template.js";
 
 /** The variables of a match as a plain object, or undefined when the path does not match. */
 function match(template: string, path: string): Record<string, string> | undefined {
@@ -142,16 +142,19 @@ describe("matchPathTemplate", () => {
     // Without a verb in the template, a colon is part of the variable (DIDs are full of them).
     expect(match("/v1/entries/{did}", "/v1/entries/x:cancel")).toEqual({ did: "x:cancel" });
   });
+});
 
-  it.each(["/v1/entries/%", "/v1/entries/%4", "/v1/entries/%ZZ", "/v1/entries/%E0%A4%A", "/v1/entries/%C3%28", "/v1/entries/%ED%A0%80"])(
-    "does not match invalid percent-encoding %s",
-    (path) => {
-      expect(match("/v1/entries/{did}", path)).toBeUndefined();
-    },
-  );
+describe("variables that do not decode", () => {
+  it.each(["%", "%zz", "%C3", "%FF", "%ED%A0%80", "%C0%AF"])("%s names the variable rather than missing the route", (escape) => {
+    const template = parsePathTemplate("/v1/entries/{did}/versions");
+    expect(() => matchPathTemplate(template, `/v1/entries/x${escape}/versions`)).toThrow(PathEncodingError);
+    expect(() => matchPathTemplate(template, `/v1/entries/x${escape}/versions`)).toThrow(/^did: /);
+    // A path of another shape is still no match, whatever it holds.
+    expect(matchPathTemplate(template, `/v1/entries/x${escape}`)).toBeUndefined();
+  });
 
-  it("does not match invalid percent-encoding in a multi-segment variable", () => {
-    expect(match("/v1/{name=**}", "/v1/a/%ZZ")).toBeUndefined();
-    expect(match("/v1/{name=projects/*/things/*}", "/v1/projects/%E0%A4%A/things/x")).toBeUndefined();
+  it("in a multi-segment variable too", () => {
+    expect(() => match("/v1/{name=**}", "/v1/a/%ZZ")).toThrow(PathEncodingError);
+    expect(() => match("/v1/{name=projects/*/things/*}", "/v1/projects/%E0%A4%A/things/x")).toThrow(/^name: /);
   });
 });
