@@ -26,7 +26,7 @@ import { createRestTranscoder } from "./edge/rest-transcoder.js";
 import { servedService, unaryMethodsByPath, type ServedService } from "./edge/served-services.js";
 import { createUnaryInvoker } from "./edge/unary-invoker.js";
 import { useNodeTextEncoding } from "./edge/rpc/node-text-encoding.js";
-import { createAdapterOutcomeInterceptor, createCallObserver, withAdapterObservation } from "./edge/observability.js";
+import { createAdapterOutcomeInterceptor, createCallObserver, createRefusalReporter, withAdapterObservation } from "./edge/observability.js";
 import { countedRateLimiter, createMetrics, knexPoolStats, type RegistryMetrics } from "./observability/metrics.js";
 import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
 import type { Tracing } from "./observability/tracing.js";
@@ -170,6 +170,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       metrics: config.metricsPort === undefined ? metrics : undefined,
     }),
     config,
+    createRefusalReporter(logger, metrics),
   );
   const address = await server.listen(config.port, config.host);
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;

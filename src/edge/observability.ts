@@ -205,3 +205,29 @@ function codeOfStatus(status: number | undefined): string {
   if (status === undefined) return "canceled";
   return status < 400 ? "ok" : "unknown";
 }
+
+/** How often at most the refusals of the front are summed up in the log. */
+const REFUSAL_LOG_INTERVAL_MS = 60_000;
+
+/**
+ * Counts every connection the front refuses or times out, and logs them as one warning a minute
+ * at most: the first of a quiet spell at once, the rest as counts per reason when the minute is
+ * up. A flood must not turn into a flood of log lines.
+ */
+export function createRefusalReporter(logger: Logger, metrics: RegistryMetrics): (reason: string) => void {
+  let pending: Record<string, number> | undefined;
+  return (reason) => {
+    metrics.connectionRefused(reason);
+    if (pending !== undefined) {
+      pending[reason] = (pending[reason] ?? 0) + 1;
+      return;
+    }
+    logger.warn("connection refused or timed out", { reason });
+    const counts: Record<string, number> = {};
+    pending = counts;
+    setTimeout(() => {
+      pending = undefined;
+      if (Object.keys(counts).length > 0) logger.warn("more connections refused or timed out", { lastMs: REFUSAL_LOG_INTERVAL_MS, byReason: counts });
+    }, REFUSAL_LOG_INTERVAL_MS).unref();
+  };
+}

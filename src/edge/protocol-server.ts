@@ -24,6 +24,21 @@ export type ConnectionLimits = Pick<
   | "trustProxy"
 >;
 
+/**
+ * Why the front closed a connection against its peer's will: a cap that refused it, or a
+ * timeout it ran into. These are what a flood or a slow-loris attack looks like from inside.
+ */
+export type ConnectionRefusal =
+  | "address-cap"
+  | "total-cap"
+  | "first-bytes-timeout"
+  | "headers-timeout"
+  | "request-timeout"
+  | "ping-timeout";
+
+/** Told of every connection the front refuses or times out. */
+export type RefusalObserver = (reason: ConnectionRefusal) => void;
+
 export interface ProtocolServer {
   listen(port: number, host: string): Promise<AddressInfo>;
   /**
@@ -89,7 +104,11 @@ interface Connection {
  * tracks connections it accepted itself), so the front keeps every deadline: a periodic sweep
  * over all connections, which also sees slow senders that keep a socket's inactivity timer alive.
  */
-export function createProtocolServer(handlers: RequestHandlers, limits: ConnectionLimits): ProtocolServer {
+export function createProtocolServer(
+  handlers: RequestHandlers,
+  limits: ConnectionLimits,
+  onRefusal: RefusalObserver = () => {},
+): ProtocolServer {
   // Advertised in Keep-Alive headers; the sweep enforces it (node's own timer restarts on every byte).
   const h1 = http.createServer({ keepAliveTimeout: limits.idleTimeoutMs });
   const h2 = http2.createServer({ settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } });
@@ -168,6 +187,8 @@ export function createProtocolServer(handlers: RequestHandlers, limits: Connecti
     socket.on("data", onData);
   });
   if (limits.maxConnections > 0) front.maxConnections = limits.maxConnections;
+  // Connections node itself drops at front.maxConnections.
+  front.on("drop", () => onRefusal("total-cap"));
   // After listening, the only errors are failed accepts (out of file descriptors, memory): libuv
   // keeps accepting afterwards, and unheard they would end the process.
   front.on("error", () => {});
@@ -182,6 +203,7 @@ export function createProtocolServer(handlers: RequestHandlers, limits: Connecti
         // Nothing is read from it: answering would mean holding it open, which is what the cap prevents.
         socket.on("error", () => {});
         socket.destroy();
+        onRefusal("address-cap");
         return undefined;
       }
       perAddress.set(key, open + 1);
@@ -228,7 +250,10 @@ export function createProtocolServer(handlers: RequestHandlers, limits: Connecti
   }
 
   function checkUndetected(connection: Connection, now: number) {
-    if (now - connection.acceptedAt > limits.firstBytesTimeoutMs) connection.socket.destroy();
+    if (now - connection.acceptedAt > limits.firstBytesTimeoutMs) {
+      connection.socket.destroy();
+      onRefusal("first-bytes-timeout");
+    }
     // While closing, a connection that has sent nothing after the linger never will in time.
     else if (closingSince !== undefined && connection.socket.bytesRead === 0 && now - Math.max(connection.acceptedAt, closingSince) >= SHUTDOWN_LINGER_MS) {
       connection.socket.destroy();
@@ -237,13 +262,13 @@ export function createProtocolServer(handlers: RequestHandlers, limits: Connecti
 
   function checkHttp1(connection: Connection, now: number) {
     for (const [req, { startedAt }] of connection.requests) {
-      if (!req.complete && now - startedAt > limits.requestTimeoutMs) return timeOutHttp1(connection);
+      if (!req.complete && now - startedAt > limits.requestTimeoutMs) return timeOutHttp1(connection, "request-timeout");
     }
     if (connection.requests.size > 0) return;
     // The parser reads the socket natively, so new bytes show only in the count.
     if (connection.headersSince === undefined && connection.socket.bytesRead > connection.idleBytes) connection.headersSince = now;
     if (connection.headersSince !== undefined) {
-      if (now - connection.headersSince > limits.headersTimeoutMs) timeOutHttp1(connection);
+      if (now - connection.headersSince > limits.headersTimeoutMs) timeOutHttp1(connection, "headers-timeout");
       return;
     }
     const idleFor = now - Math.max(connection.idleSince, closingSince ?? 0);
@@ -251,10 +276,11 @@ export function createProtocolServer(handlers: RequestHandlers, limits: Connecti
   }
 
   /** As node answers its own request timeouts: a 408 if nothing was answered yet, then the socket goes. */
-  function timeOutHttp1(connection: Connection) {
+  function timeOutHttp1(connection: Connection, reason: ConnectionRefusal) {
     const answering = [...connection.requests.values()].some(({ res }) => res.headersSent);
     if (!answering && connection.socket.writable) connection.socket.write(REQUEST_TIMEOUT_RESPONSE);
     connection.socket.destroy();
+    onRefusal(reason);
   }
 
   function checkHttp2(connection: Connection, now: number) {
@@ -264,6 +290,7 @@ export function createProtocolServer(handlers: RequestHandlers, limits: Connecti
       // remoteClose: the client has sent END_STREAM, so its request is complete.
       if (!stream.destroyed && !stream.state.remoteClose && now - openedAt > limits.requestTimeoutMs) {
         stream.close(http2.constants.NGHTTP2_CANCEL);
+        onRefusal("request-timeout");
       }
     }
     if (checkPing(connection, session, now) || connection.streams.size > 0) return;
@@ -283,6 +310,7 @@ export function createProtocolServer(handlers: RequestHandlers, limits: Connecti
       if (now - connection.pingSentAt <= interval) return false;
       session.destroy();
       connection.socket.destroy();
+      onRefusal("ping-timeout");
       return true;
     }
     if (now - connection.lastPingAt < interval) return false;

@@ -11,6 +11,8 @@ export interface RegistryMetrics {
   callFinished(protocol: string, method: string, code: string, seconds: number): void;
   /** A read of the entry cache: answered from memory (hit) or from the database (miss). */
   entryCacheRead(hit: boolean): void;
+  /** A connection the front refused (a cap) or closed on a timeout (see edge/protocol-server.ts). */
+  connectionRefused(reason: string): void;
   /** A database read sent to the primary or a read replica, and why (see storage/read-routing.ts). */
   databaseRead(target: string, reason: string): void;
   /** A rate-limit decision under `policy` ("reads", "writes", "tokens"). */
@@ -82,6 +84,13 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     registers: [registry],
   });
 
+  const refusals = new Counter({
+    name: "registry_connections_refused_total",
+    help: "Connections refused by a cap (address-cap, total-cap) or closed on a timeout (first-bytes-timeout, headers-timeout, request-timeout, ping-timeout)",
+    labelNames: ["reason"] as const,
+    registers: [registry],
+  });
+
   const { pools, entryCache } = sources;
   if (pools !== undefined) {
     const poolGauge = (name: string, help: string, read: (stats: PoolStats) => number) =>
@@ -128,6 +137,9 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     },
     entryCacheRead(hit) {
       (hit ? hits : misses).inc();
+    },
+    connectionRefused(reason) {
+      refusals.inc({ reason });
     },
     databaseRead(target, reason) {
       databaseReads.inc({ target, reason });

@@ -269,6 +269,10 @@ describe("idle and slow connections", () => {
     }
     await all;
     expect(answers.length).toBeGreaterThan(4);
+    // Each closing was counted by its reason.
+    expect(await refusals(registry, "first-bytes-timeout")).toBeGreaterThanOrEqual(SOCKETS_PER_KIND);
+    expect(await refusals(registry, "headers-timeout")).toBeGreaterThanOrEqual(SOCKETS_PER_KIND);
+    expect(await refusals(registry, "request-timeout")).toBeGreaterThanOrEqual(SOCKETS_PER_KIND);
     expect(answers.every((status) => status === 200), JSON.stringify(answers)).toBe(true);
 
     for (const { attack, endings: pending } of endings) {
@@ -344,6 +348,23 @@ describe("HTTP/2 PING", () => {
   });
 });
 
+/** The registry's count of connections refused for `reason`, scraped from /metrics over a connection from `localAddress`. */
+async function refusals(target: TestRegistry, reason: string, localAddress = "127.0.0.1"): Promise<number> {
+  const text = await new Promise<string>((resolve, reject) => {
+    http
+      .get(target.running.metricsUrl, { agent: false, localAddress }, (response) => {
+        let body = "";
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (body += chunk));
+        response.on("end", () => resolve(body));
+      })
+      .on("error", reject);
+  });
+  const series = `registry_connections_refused_total{reason="${reason}"} `;
+  const line = text.split("\n").find((candidate) => candidate.startsWith(series));
+  return line === undefined ? 0 : Number(line.slice(series.length));
+}
+
 describe("connections per client address", () => {
   let capped: TestRegistry;
   let cappedPort: number;
@@ -378,9 +399,12 @@ describe("connections per client address", () => {
   }
 
   it("refuses the connection after an address's cap, serves other addresses, and serves it again once it lets go", async () => {
+    const refusedBefore = await refusals(capped, "address-cap");
     const mine = await Promise.all(Array.from({ length: PER_IP }, () => held("127.0.0.1")));
     expect(await attempt("127.0.0.1")).toMatch(/^refused: /);
     expect(await attempt("127.0.0.2")).toBe("200");
+    // Counted for the operator (the scrape comes from another address, under the cap).
+    expect(await refusals(capped, "address-cap", "127.0.0.5")).toBe(refusedBefore + 1);
 
     for (const socket of mine) socket.destroy();
     await sleep(200);
@@ -395,6 +419,7 @@ describe("connections per client address", () => {
     for (const socket of proxied) socket.destroy();
     await sleep(200);
     expect(await attempt("127.0.0.4")).toBe("200");
+    expect(await refusals(capped, "total-cap", "127.0.0.6")).toBeGreaterThanOrEqual(2);
   });
 
   it("counts IPv6 clients by their /64, and IPv4-mapped addresses as IPv4", () => {
