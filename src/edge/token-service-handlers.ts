@@ -1,6 +1,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
 import type { TokenIssuer } from "../auth/token-issuer.js";
+import { notePrincipal } from "./observability.js";
 
 /**
  * auth.v1.TokenService over the token issuer. Domain errors pass through untouched: the error
@@ -15,6 +16,8 @@ export function createTokenServiceImpl(issuer: TokenIssuer): ServiceImpl<typeof 
         scopes: request.scopes,
         ttlSeconds: request.ttlSeconds,
       });
+      // The root token's holder, for the access line: who was given a credential.
+      notePrincipal(context.values, issued.subject);
       return { ...issued };
     },
 

@@ -123,6 +123,14 @@ describe("access lines", () => {
     await registry?.close();
   });
 
+  it("names the root token's holder as the principal of a token request", async () => {
+    const from = registry.lines.length;
+    await registry.accessToken(publisher.did);
+    expect(registry.calls(from)).toEqual([
+      expect.objectContaining({ method: "auth.v1.TokenService/IssueToken", code: "ok", principal: publisher.did }),
+    ]);
+  });
+
   describe.each(PROTOCOLS)("over %s", (protocol: Protocol) => {
     it("one line per call: method, protocol, code and status, duration, client, principal, request id", async () => {
       const client = registryClient(protocol, registry.url);
