@@ -1,8 +1,9 @@
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { ConfigError, loadConfig, role } from "../config.js";
 import { DatabaseInUseError } from "../storage/database.js";
 
-const USAGE = `usage: registry <command>
+const USAGE = `usage: registry <command>       (--help anywhere shows this and runs nothing; --version)
 
   serve [--role all|registry|auth]   run the service (PORT, HOST, DATABASE_URL, ... from the environment)
   migrate                            apply database migrations and exit
@@ -20,9 +21,39 @@ const io = {
   stderr: (text: string) => void process.stderr.write(text),
 };
 
+/**
+ * Flags that ask for help. Checked before anything runs, wherever they stand: asking how a command
+ * works must never run it (`issuer-key rotate --help` once rotated the key). Only words after `--`
+ * are exempt.
+ */
+const HELP_FLAGS = new Set(["--help", "-h"]);
+
+/** This build's version, from the package.json it ships with (two levels up from src/cli, or dist/src/cli). */
+function version(): string {
+  for (const relative of ["../../package.json", "../../../package.json"]) {
+    try {
+      const text = readFileSync(new URL(relative, import.meta.url), "utf8");
+      const parsed = JSON.parse(text) as { name?: string; version?: string };
+      if (parsed.name === "open-registry" && parsed.version !== undefined) return parsed.version;
+    } catch {
+      // Not this one: the sources and the build sit at different depths.
+    }
+  }
+  return "unknown";
+}
+
 /** The `registry` command line. Returns the process exit code. */
 export async function main(argv: string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const beforeValues = argv.includes("--") ? argv.slice(0, argv.indexOf("--")) : argv;
+  if (command === "--version" || command === "-V") {
+    io.stdout(`${version()}\n`);
+    return 0;
+  }
+  if (command === undefined || command === "help" || beforeValues.some((word) => HELP_FLAGS.has(word))) {
+    io.stdout(USAGE);
+    return 0;
+  }
   try {
     switch (command) {
       case "serve":
@@ -44,8 +75,8 @@ export async function main(argv: string[]): Promise<number> {
         return await runKeyCommand([command, ...rest], io);
       }
       default:
-        io.stderr(USAGE);
-        return command === undefined || command === "help" || command === "--help" ? 0 : 2;
+        io.stderr(`registry: unknown command "${command}"\n${USAGE}`);
+        return 2;
     }
   } catch (error) {
     if (error instanceof ConfigError || error instanceof DatabaseInUseError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {

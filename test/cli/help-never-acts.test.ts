@@ -1,0 +1,44 @@
+import { afterAll, beforeAll, expect, it } from "vitest";
+import { childEnv, runCli, temporaryDirectory } from "../support/child-processes.js";
+
+/**
+ * Asking for help must never act: `issuer-key rotate --help` once rotated the issuer's key and
+ * `migrate --help` ran the migrations. Each command here would change the embedded database in
+ * `dataDir` if it ran, so the directory staying empty proves it did not.
+ */
+
+let dataDir: { path: string; remove(): Promise<void> };
+beforeAll(async () => {
+  dataDir = await temporaryDirectory("help-never-acts-");
+});
+afterAll(() => dataDir.remove());
+
+const env = () => childEnv({ DATABASE_URL: "", REGISTRY_DATA_DIR: `${dataDir.path}/data` });
+
+it.each([
+  ["issuer-key", "rotate", "--help"],
+  ["migrate", "--help"],
+  ["root-token", "create", "--subject", "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK", "--scopes", "registry.publish.skill", "-h"],
+  ["serve", "--help"],
+  ["help"],
+  ["--help"],
+  ["-h"],
+])("%s … shows the usage, exits 0 and runs nothing", async (...args) => {
+  const result = await runCli(args, env());
+  expect(result.code, result.stderr).toBe(0);
+  expect(result.stdout).toMatch(/^usage: registry <command>/);
+  const { readdir } = await import("node:fs/promises");
+  expect(await readdir(dataDir.path)).toEqual([]);
+});
+
+it("prints the version with --version", async () => {
+  const result = await runCli(["--version"], env());
+  expect(result.code).toBe(0);
+  expect(result.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+});
+
+it("refuses an unknown command with exit code 2, naming it", async () => {
+  const result = await runCli(["frobnicate"], env());
+  expect(result.code).toBe(2);
+  expect(result.stderr).toMatch(/unknown command "frobnicate"/);
+});
