@@ -172,13 +172,31 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     config,
     createRefusalReporter(logger, metrics),
   );
-  const address = await server.listen(config.port, config.host);
+  /** Everything the server was built on, closed once it no longer serves (or never could). */
+  const release = async () => {
+    // Every call has ended, and so has its span: the last ones are exported now.
+    await tracing?.close();
+    shutdown.abort();
+    await limiter?.close();
+    await entryStore.close();
+    await Promise.all(replicas.map((replica) => replica.close()));
+    if (options.database === undefined) await database.close();
+  };
+  let metricsServer: MetricsServer | undefined;
+  let address: AddressInfo;
+  try {
+    address = await server.listen(config.port, config.host);
+    metricsServer = await startAdminMetrics(config, metrics).catch(async (error: unknown) => {
+      await server.close(0);
+      throw error;
+    });
+  } catch (error) {
+    // A busy port, say: an open pool or change feed would keep the process alive after the error.
+    await release();
+    throw error;
+  }
   const host = address.family === "IPv6" ? `[${address.address}]` : address.address;
   const url = `http://${host}:${address.port}`;
-  const metricsServer = await startAdminMetrics(config, metrics).catch(async (error: unknown) => {
-    await server.close(0);
-    throw error;
-  });
   const metricsUrl = metricsServer === undefined ? `${url}/metrics` : `${metricsServer.url}/metrics`;
   logger.info("registry listening", { url, metricsUrl, role: config.role, database: database.kind });
 
@@ -193,14 +211,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       const endStreams = setTimeout(() => shutdown.abort(), STREAM_DRAIN_MS);
       await server.close(config.shutdownGraceMs);
       clearTimeout(endStreams);
-      // Every call has ended, and so has its span: the last ones are exported now.
-      await tracing?.close();
       await metricsServer?.close();
-      shutdown.abort();
-      await limiter?.close();
-      await entryStore.close();
-      await Promise.all(replicas.map((replica) => replica.close()));
-      if (options.database === undefined) await database.close();
+      await release();
     },
   };
 }

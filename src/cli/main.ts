@@ -79,6 +79,11 @@ export async function main(argv: string[]): Promise<number> {
         return 2;
     }
   } catch (error) {
+    const errno = error as NodeJS.ErrnoException & { address?: string; port?: number };
+    if (errno.code === "EADDRINUSE") {
+      io.stderr(`registry: ${errno.address ?? "the address"}:${errno.port ?? "?"} is already in use; set PORT (and HOST) to listen elsewhere\n`);
+      return 1;
+    }
     if (error instanceof ConfigError || error instanceof DatabaseInUseError || (error as { code?: string }).code?.startsWith("ERR_PARSE_ARGS")) {
       io.stderr(`registry: ${(error as Error).message}\n`);
       return 2;

@@ -42,3 +42,17 @@ it("refuses an unknown command with exit code 2, naming it", async () => {
   expect(result.code).toBe(2);
   expect(result.stderr).toMatch(/unknown command "frobnicate"/);
 });
+
+it("says in one line that a busy port is busy, and how to choose another", async () => {
+  const net = await import("node:net");
+  const blocker = net.createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+  const port = (blocker.address() as import("node:net").AddressInfo).port;
+  try {
+    const result = await runCli(["serve"], childEnv({ DATABASE_URL: "", REGISTRY_DATA_DIR: `${dataDir.path}/busy`, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "silent" }));
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim()).toBe(`registry: 127.0.0.1:${port} is already in use; set PORT (and HOST) to listen elsewhere`);
+  } finally {
+    blocker.close();
+  }
+});
