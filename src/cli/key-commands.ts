@@ -1,6 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { text } from "node:stream/consumers";
 import { parseArgs } from "node:util";
+import { joinOptionValues } from "./option-values.js";
 import type { EntrySigningFields } from "../domain/signing-payload.js";
 import {
   decodePrivateKey,
@@ -113,7 +114,7 @@ function parseOptions<T extends StringOptions>(
 ): { [K in keyof T]?: string } & { help?: boolean } {
   try {
     const { values } = parseArgs({
-      args,
+      args: joinOptionValues(args, options),
       options: { ...options, help: { type: "boolean", short: "h" } },
       strict: true,
       allowPositionals: false,

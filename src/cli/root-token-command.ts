@@ -1,4 +1,5 @@
 import { parseArgs } from "node:util";
+import { joinOptionValues } from "./option-values.js";
 import { createKnexAuthRepository, type AuthRepository, type RootTokenRecord } from "../auth/auth-repository.js";
 import {
   generateRootToken,
@@ -134,7 +135,7 @@ interface CommandLine {
 function parseCommandLine(args: string[], options: OptionSpec, allowPositionals = false): CommandLine {
   try {
     return parseArgs({
-      args,
+      args: joinOptionValues(args, options),
       options: { ...options, help: { type: "boolean", short: "h" } },
       strict: true,
       allowPositionals,
