@@ -1,17 +1,51 @@
+import { createClientOverTransport, type RegistryClient, type RegistryClientBaseOptions } from "./registry-client.js";
+import { createWebTransport, type WebTransportKind } from "./web-transport.js";
+
 /**
- * The registry's client SDK: everything a publisher needs to produce the signatures the registry
- * checks. Safe to bundle for browsers (no Node imports); needs WebCrypto for SHA-512.
+ * The registry's client SDK, browser entry: a typed client (`createRegistryClient`) and the signing
+ * a publisher needs. Safe to bundle for browsers (no Node imports anywhere in its imports); needs
+ * fetch and WebCrypto (for SHA-512). Node users import the Node entry (node.ts), which adds gRPC.
  *
  * ```ts
- * import { generateKeyPair, signEntry } from "./sdk/index.js"; // this module
- *
+ * const client = createRegistryClient({ baseUrl: "https://registry.example.com", auth: { rootToken } });
  * const key = await generateKeyPair();
- * const entry = { entryDid, entryType, version, publisherDid: key.did, publishedAt, contentHash };
- * const signature = await signEntry(entry, key.privateKey);
+ * const stored = await client.publish({ entryDid, entryType, version, publisherDid: key.did, publishedAt, contentHash }, { key });
+ * for await (const entry of client.discover({ entryType: "skill" })) console.log(entry.entryDid);
  * ```
  *
- * The payload rules and a published test vector are in docs/signatures.md.
+ * docs/sdk.md is the guide; the payload rules and a published test vector are in docs/signatures.md.
  */
+
+/** Options of a browser client. */
+export interface RegistryClientOptions extends RegistryClientBaseOptions {
+  /** "connect" (JSON) by default; "connect-binary" or "grpc-web" send protobuf. */
+  readonly transport?: WebTransportKind;
+  /** The fetch to use; the global one by default. */
+  readonly fetch?: typeof globalThis.fetch;
+}
+
+/** A client of the registry at `options.baseUrl`, over fetch. */
+export function createRegistryClient(options: RegistryClientOptions): RegistryClient {
+  return createClientOverTransport(createWebTransport(options.transport ?? "connect", options), options);
+}
+
+export type {
+  RegistryClient,
+  RegistryClientBaseOptions,
+  EntryInput,
+  SigningKey,
+  CallOptions,
+  DiscoverRequest,
+  DiscoverConditionInput,
+  DiscoverPage,
+  QueryOptions,
+  QueryPage,
+} from "./registry-client.js";
+export { WEB_TRANSPORT_KINDS, type WebTransportKind } from "./web-transport.js";
+export { RegistryClientError, toRegistryClientError, type FieldViolation, type RegistryErrorCode } from "./client-error.js";
+export type { RegistryAuth, RootTokenAuth } from "./access-tokens.js";
+/** The generated message types the client returns. */
+export type { Entry, EntryVersion } from "../../gen/registry/v1/entry_pb.js";
 
 export {
   /** Fresh random key pair: `{ privateKey (32-byte seed), publicKey, did }`. */

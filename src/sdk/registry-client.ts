@@ -1,0 +1,276 @@
+import { create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { ValueSchema } from "@bufbuild/protobuf/wkt";
+import { createClient, type Transport } from "@connectrpc/connect";
+import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
+import type { Entry, EntryVersion } from "../../gen/registry/v1/entry_pb.js";
+import { EntrySchema } from "../../gen/registry/v1/entry_pb.js";
+import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
+import type { EntrySigningFields } from "../domain/signing-payload.js";
+import { createAccessTokens, type RegistryAuth } from "./access-tokens.js";
+import { mappingErrors, RegistryClientError } from "./client-error.js";
+import { signEntry, signRevocation, type KeyPair } from "./signing.js";
+
+/** The options every entry point of the SDK shares; each adds the transports it can offer. */
+export interface RegistryClientBaseOptions {
+  /** The registry's URL, e.g. `https://registry.example.com`. */
+  readonly baseUrl: string;
+  /** Headers sent on every call (a user agent, a tracing header). */
+  readonly headers?: Readonly<Record<string, string>>;
+  /** Deadline of each call, sent to the registry so it stops working on it too. */
+  readonly timeoutMs?: number;
+  /** Credentials for writes: an access token, or a root token to exchange. Reads need none. */
+  readonly auth?: RegistryAuth;
+  /** Milliseconds since the epoch; decides when an exchanged token is refreshed. `Date.now` by default. */
+  readonly clock?: () => number;
+}
+
+/** The fields a publisher sets: what the signature covers. Nothing is filled in for the caller. */
+export type EntryInput = EntrySigningFields;
+
+/** The key that signs: a key pair, or its 32-byte private seed. */
+export type SigningKey = KeyPair | Uint8Array;
+
+/** Per-call options. */
+export interface CallOptions {
+  readonly signal?: AbortSignal;
+}
+
+/** A structured discovery (docs/api.md, "Discovery"); conditions are ANDed. */
+export interface DiscoverRequest {
+  readonly entryType?: string;
+  readonly conditions?: readonly DiscoverConditionInput[];
+  /** Entries per page: the registry's default (20) when unset, at most 100. */
+  readonly pageSize?: number;
+}
+
+/** One condition: `{ field: "tags", op: "CONTAINS", value: "search" }`. */
+export interface DiscoverConditionInput {
+  readonly field: string;
+  readonly op: string;
+  readonly value: JsonValue;
+}
+
+/** One page of a structured discovery. */
+export interface DiscoverPage {
+  readonly entries: Entry[];
+  /** Matches in all, exact up to the registry's count limit (then `totalIsLowerBound`). */
+  readonly total: number;
+  readonly totalIsLowerBound: boolean;
+  /** Pass as `cursor` for the next page; undefined on the last page. */
+  readonly nextCursor: string | undefined;
+}
+
+/** One page of a query-language discovery: rows with the selected columns only. */
+export interface QueryPage {
+  readonly rows: JsonObject[];
+  readonly nextCursor: string | undefined;
+}
+
+/** Options of a query-language discovery. */
+export interface QueryOptions extends CallOptions {
+  /** Rows per page: the registry's default (min(LIMIT, 20)) when unset, at most 100. */
+  readonly pageSize?: number;
+}
+
+/** A typed client of one registry. Every failure is a RegistryClientError. */
+export interface RegistryClient {
+  /** Signs `entry` with `key` and publishes it; returns the entry as stored (with its sequence). */
+  publish(entry: EntryInput, options: { readonly key: SigningKey } & CallOptions): Promise<Entry>;
+  /** One version (`did@version`), or the latest without `@`; revoked versions come with their status. */
+  resolve(did: string, options?: CallOptions): Promise<Entry>;
+  /** Every version of an entry DID (without `@version`), highest precedence first. */
+  versions(did: string, options?: CallOptions): Promise<EntryVersion[]>;
+  /** Revokes one version (`did@version`) or every active one; returns the entries revoked. */
+  revoke(did: string, options: { readonly reason: string; readonly key: SigningKey } & CallOptions): Promise<Entry[]>;
+  /** Every matching entry, newest first, fetching pages as the iteration goes. */
+  discover(request?: DiscoverRequest, options?: CallOptions): AsyncIterable<Entry>;
+  /** One page of a structured discovery, for callers that keep the cursor themselves. */
+  discoverPage(request: DiscoverRequest & { readonly cursor?: string }, options?: CallOptions): Promise<DiscoverPage>;
+  /** Every row of a query (docs/query-language.md), fetching pages as the iteration goes. */
+  query(ql: string, options?: QueryOptions): AsyncIterable<JsonObject>;
+  /** One page of a query, for callers that keep the cursor themselves. */
+  queryPage(ql: string, options?: QueryOptions & { readonly cursor?: string }): Promise<QueryPage>;
+  /** Exchanges a root token for an access token (TokenService.IssueToken). */
+  issueToken(
+    rootToken: string,
+    request: { readonly scopes: readonly string[]; readonly ttlSeconds?: number },
+    options?: CallOptions,
+  ): Promise<{ accessToken: string; expiresAt: string; scopes: string[]; subject: string }>;
+  /** Releases the transport's connections (the gRPC transport's HTTP/2 session); a no-op otherwise. */
+  close(): void;
+}
+
+/**
+ * A client over an already built transport. The entry points (index.ts for browsers and Node,
+ * node.ts for Node's gRPC) choose the transport; everything else is here, once.
+ */
+export function createClientOverTransport(
+  transport: Transport,
+  options: RegistryClientBaseOptions,
+  close: () => void = () => {},
+): RegistryClient {
+  const registry = createClient(RegistryService, transport);
+  const tokens = createClient(TokenService, transport);
+  const clock = options.clock ?? Date.now;
+
+  function callOptions(call: CallOptions | undefined, bearer?: string) {
+    const headers: Record<string, string> = { ...options.headers };
+    if (bearer !== undefined) {
+      // A write's own token wins over any authorization among the fixed headers, in any letter case.
+      for (const name of Object.keys(headers)) if (name.toLowerCase() === "authorization") delete headers[name];
+      headers.authorization = `Bearer ${bearer}`;
+    }
+    return { headers, signal: call?.signal, timeoutMs: options.timeoutMs };
+  }
+
+  async function issueToken(
+    rootToken: string,
+    request: { readonly scopes: readonly string[]; readonly ttlSeconds?: number },
+    call?: CallOptions,
+  ) {
+    return mappingErrors(async () => {
+      const issued = await tokens.issueToken(
+        { scopes: [...request.scopes], ttlSeconds: request.ttlSeconds },
+        callOptions(call, rootToken),
+      );
+      return { accessToken: issued.accessToken, expiresAt: issued.expiresAt, scopes: issued.scopes, subject: issued.subject };
+    });
+  }
+
+  const accessTokens = createAccessTokens(
+    options.auth,
+    (rootToken, scopes, ttlSeconds) => issueToken(rootToken, { scopes, ttlSeconds }),
+    clock,
+  );
+
+  async function discoverPage(request: DiscoverRequest & { readonly cursor?: string }, call?: CallOptions) {
+    return mappingErrors(async () => {
+      const page = await registry.discoverEntries(
+        {
+          entryType: request.entryType ?? "",
+          conditions: (request.conditions ?? []).map(({ field, op, value }) => ({
+            field,
+            op,
+            value: fromJson(ValueSchema, value),
+          })),
+          limit: request.pageSize ?? 0,
+          cursor: request.cursor ?? "",
+        },
+        callOptions(call),
+      );
+      return {
+        entries: page.entries,
+        total: page.total,
+        totalIsLowerBound: page.totalIsLowerBound,
+        nextCursor: presentCursor(page.nextCursor),
+      };
+    });
+  }
+
+  async function queryPage(ql: string, call?: QueryOptions & { readonly cursor?: string }) {
+    return mappingErrors(async () => {
+      const page = await registry.queryEntries(
+        { query: ql, limit: call?.pageSize ?? 0, cursor: call?.cursor ?? "" },
+        callOptions(call),
+      );
+      return { rows: page.entries, nextCursor: presentCursor(page.nextCursor) };
+    });
+  }
+
+  return {
+    async publish(entry, call) {
+      const privateKey = signingSeed(call.key, entry.publisherDid);
+      const signature = await signEntry(entry, privateKey);
+      const bearer = await accessTokens.forEntryType(() => entry.entryType);
+      return mappingErrors(async () => {
+        const created = await registry.createEntry({ entry: entryMessage(entry, signature) }, callOptions(call, bearer));
+        return created.entry ?? create(EntrySchema);
+      });
+    },
+    resolve: (did, call) =>
+      mappingErrors(async () => {
+        const resolved = await registry.resolveEntry({ did }, callOptions(call));
+        return resolved.entry ?? create(EntrySchema);
+      }),
+    versions: (did, call) =>
+      mappingErrors(async () => (await registry.listEntryVersions({ did }, callOptions(call))).versions),
+    async revoke(did, call) {
+      const privateKey = signingSeed(call.key, undefined);
+      const signature = await signRevocation(did, call.reason, privateKey);
+      const bearer = await accessTokens.forEntryType(() => entryTypeOfDid(did));
+      return mappingErrors(async () => {
+        const revoked = await registry.revokeEntry({ did, reason: call.reason, signature }, callOptions(call, bearer));
+        return revoked.entries;
+      });
+    },
+    discover: (request = {}, call) =>
+      followCursors((cursor) => discoverPage({ ...request, cursor }, call).then((page) => [page.entries, page.nextCursor])),
+    discoverPage,
+    query: (ql, call) =>
+      followCursors((cursor) => queryPage(ql, { ...call, cursor }).then((page) => [page.rows, page.nextCursor])),
+    queryPage,
+    issueToken,
+    close,
+  };
+}
+
+/** Yields every item of every page, asking for the next page only when the last one is used up. */
+async function* followCursors<T>(
+  page: (cursor: string | undefined) => Promise<[T[], string | undefined]>,
+): AsyncGenerator<T, void, undefined> {
+  let cursor: string | undefined;
+  do {
+    const [items, next] = await page(cursor);
+    yield* items;
+    cursor = next;
+  } while (cursor !== undefined);
+}
+
+function presentCursor(cursor: string | undefined): string | undefined {
+  return cursor === undefined || cursor === "" ? undefined : cursor;
+}
+
+function entryMessage(entry: EntryInput, signature: string) {
+  return {
+    entryDid: entry.entryDid,
+    entryType: entry.entryType,
+    version: entry.version,
+    publisherDid: entry.publisherDid,
+    publishedAt: entry.publishedAt,
+    description: entry.description ?? "",
+    tags: [...(entry.tags ?? [])],
+    data: entry.data as JsonObject | undefined,
+    contentHash: entry.contentHash,
+    bondAmount: entry.bondAmount ?? "",
+    signature,
+  };
+}
+
+/**
+ * The private seed of `key`. A key pair whose DID is not the entry's publisher could only make a
+ * signature the registry refuses, so that is reported before anything is sent.
+ */
+function signingSeed(key: SigningKey, publisherDid: string | undefined): Uint8Array {
+  if (key instanceof Uint8Array) return key;
+  if (publisherDid !== undefined && key.did !== publisherDid) {
+    throw new RegistryClientError("invalid_argument", `publisherDid: is not the DID of the signing key (${key.did})`, {
+      violations: [{ field: "publisherDid", description: `is not the DID of the signing key (${key.did})` }],
+    });
+  }
+  return key.privateKey;
+}
+
+/**
+ * The entryType segment of `did:<method>:<network>:<entryType>:<name>[@<version>]`, which decides
+ * the publish scope a revocation needs when the client exchanges a root token. A DID without one
+ * could not be revoked anyway, so it is refused here as the registry would refuse it.
+ */
+function entryTypeOfDid(did: string): string {
+  const entryType = did.split(":")[3];
+  if (entryType === undefined || entryType === "") {
+    throw new RegistryClientError("invalid_argument", "did: is not an entry DID", {
+      violations: [{ field: "did", description: "is not an entry DID (did:<method>:<network>:<entryType>:<name>)" }],
+    });
+  }
+  return entryType;
+}
