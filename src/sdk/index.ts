@@ -35,6 +35,7 @@ export type {
   EntryInput,
   SigningKey,
   CallOptions,
+  WriteOptions,
   DiscoverRequest,
   DiscoverConditionInput,
   DiscoverPage,

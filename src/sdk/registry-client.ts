@@ -35,6 +35,14 @@ export interface CallOptions {
   readonly signal?: AbortSignal;
 }
 
+/** Options of a write. */
+export interface WriteOptions extends CallOptions {
+  /** The key that signs the entry or revocation. */
+  readonly key: SigningKey;
+  /** An access token for this write alone, used instead of the client's `auth`. */
+  readonly token?: string;
+}
+
 /** A structured discovery (docs/api.md, "Discovery"); conditions are ANDed. */
 export interface DiscoverRequest {
   readonly entryType?: string;
@@ -75,13 +83,13 @@ export interface QueryOptions extends CallOptions {
 /** A typed client of one registry. Every failure is a RegistryClientError. */
 export interface RegistryClient {
   /** Signs `entry` with `key` and publishes it; returns the entry as stored (with its sequence). */
-  publish(entry: EntryInput, options: { readonly key: SigningKey } & CallOptions): Promise<Entry>;
+  publish(entry: EntryInput, options: WriteOptions): Promise<Entry>;
   /** One version (`did@version`), or the latest without `@`; revoked versions come with their status. */
   resolve(did: string, options?: CallOptions): Promise<Entry>;
   /** Every version of an entry DID (without `@version`), highest precedence first. */
   versions(did: string, options?: CallOptions): Promise<EntryVersion[]>;
   /** Revokes one version (`did@version`) or every active one; returns the entries revoked. */
-  revoke(did: string, options: { readonly reason: string; readonly key: SigningKey } & CallOptions): Promise<Entry[]>;
+  revoke(did: string, options: { readonly reason: string } & WriteOptions): Promise<Entry[]>;
   /** Every matching entry, newest first, fetching pages as the iteration goes. */
   discover(request?: DiscoverRequest, options?: CallOptions): AsyncIterable<Entry>;
   /** One page of a structured discovery, for callers that keep the cursor themselves. */
@@ -181,7 +189,7 @@ export function createClientOverTransport(
     async publish(entry, call) {
       const privateKey = signingSeed(call.key, entry.publisherDid);
       const signature = await signEntry(entry, privateKey);
-      const bearer = await accessTokens.forEntryType(() => entry.entryType);
+      const bearer = call.token ?? (await accessTokens.forEntryType(() => entry.entryType));
       return mappingErrors(async () => {
         const created = await registry.createEntry({ entry: entryMessage(entry, signature) }, callOptions(call, bearer));
         return created.entry ?? create(EntrySchema);
@@ -197,7 +205,7 @@ export function createClientOverTransport(
     async revoke(did, call) {
       const privateKey = signingSeed(call.key, undefined);
       const signature = await signRevocation(did, call.reason, privateKey);
-      const bearer = await accessTokens.forEntryType(() => entryTypeOfDid(did));
+      const bearer = call.token ?? (await accessTokens.forEntryType(() => entryTypeOfDid(did)));
       return mappingErrors(async () => {
         const revoked = await registry.revokeEntry({ did, reason: call.reason, signature }, callOptions(call, bearer));
         return revoked.entries;

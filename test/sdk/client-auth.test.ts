@@ -109,7 +109,7 @@ describe("SDK auth", () => {
     expect(revoked).toMatchObject({ status: "revoked", revocationReason: "malware" });
   });
 
-  it("reports a root token that may not grant the scope as permission_denied, and a write without auth as unauthenticated", async () => {
+  it("reports a root token that may not grant the scope as permission_denied, a write without a token as unauthenticated, and takes a token per write", async () => {
     const key = await generateKeyPair();
     const rootToken = await registry.rootToken(key.did, ["registry.publish.agent"]);
     const limited = createRegistryClient({ baseUrl: registry.url, auth: { rootToken } });
@@ -117,6 +117,11 @@ describe("SDK auth", () => {
 
     const anonymous = createRegistryClient({ baseUrl: registry.url, transport: "grpc-web" });
     expect((await failure(anonymous.publish(entryFields(key, "anonymous", "1.0.0"), { key }))).code).toBe("unauthenticated");
+    // A token given to one write is used for it alone.
+    const token = await registry.accessToken(key.did, ["registry.publish.skill"]);
+    expect((await anonymous.publish(entryFields(key, "anonymous", "1.0.0"), { key, token })).status).toBe("active");
+    expect((await failure(anonymous.revoke("did:reg:main:skill:anonymous", { reason: "no token", key }))).code).toBe("unauthenticated");
+    expect((await anonymous.revoke("did:reg:main:skill:anonymous", { reason: "with token", key, token }))[0]?.status).toBe("revoked");
   });
 
   it("refuses a key pair that is not the entry's publisher before sending anything", async () => {
