@@ -1,10 +1,13 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
+import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { applyCors } from "./cors.js";
 import type { ErrorLogger } from "./error-mapping.js";
 import { exchangeFromNode, exchangeFromStream, type HttpExchange, type NodeRequest, type NodeResponse } from "./http-exchange.js";
 import { handToAdapter, type CallObserver } from "./observability.js";
-import { writeJson } from "./rest-transcoder.js";
+import { createApiDocs } from "./openapi/api-docs.js";
+import { createOpenApiDocument } from "./openapi/openapi-document.js";
+import { writeJson, type RestRoute } from "./rest-transcoder.js";
 import { connectUnaryCodec, errorBody, serveConnectUnary } from "./rpc/connect-protocol.js";
 import { answerGrpcUnimplemented, grpcVariant, serveGrpcUnary } from "./rpc/grpc-protocol.js";
 import type { RpcContext } from "./rpc/rpc-context.js";
@@ -20,8 +23,15 @@ export interface RequestPipelineOptions {
   readonly adapterPaths: ReadonlySet<string>;
   /** Connect's node adapter, for streaming calls (health Watch, reflection). */
   readonly adapter: (req: NodeRequest, res: NodeResponse) => void;
-  /** Serves everything else: the REST routes, and the 404/405 answers. */
-  readonly rest: { handle(exchange: HttpExchange): Promise<void> };
+  /**
+   * Serves everything else: the REST routes, and the 404/405 answers. With its route table (and
+   * error detail types), GET /openapi.json and /docs document those routes.
+   */
+  readonly rest: {
+    handle(exchange: HttpExchange): Promise<void>;
+    readonly routes?: readonly RestRoute[];
+    readonly errorDetailTypes?: readonly DescMessage[];
+  };
   /** Whether the service can serve: its database answers. */
   readonly isReady: () => Promise<boolean>;
   readonly log: ErrorLogger;
@@ -48,6 +58,9 @@ const RPC_PATH = /^\/[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+\/[A-Za-z_]\w*$/;
 export function createRequestPipeline(options: RequestPipelineOptions): RequestHandlers {
   const { observer, metrics } = options;
   const traced = observer?.traced;
+  const { routes, errorDetailTypes = [] } = options.rest;
+  // Built once, from the routes this server serves: a role-split server documents its own half.
+  const docs = routes === undefined ? undefined : createApiDocs(createOpenApiDocument({ routes, errorDetailTypes }));
 
   function serve(exchange: HttpExchange): void {
     observer?.begin(exchange);
@@ -65,6 +78,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
       void serveMetrics(metrics, exchange);
       return;
     }
+    if (docs?.serve(exchange)) return;
     // Traced, the handling runs in the call's span (its queries nest under it) from here on.
     const work = traced === undefined ? route(exchange, path) : traced(exchange, () => route(exchange, path));
     if (work !== undefined) {

@@ -64,6 +64,7 @@ class RouteMiss extends Error {
   }
 }
 
+/** The REST routes of the services' annotated, implemented unary methods: the transcoder's table, and the OpenAPI document's. */
 export function routesFromServices(services: readonly ServedService[]): RestRoute[] {
   const routes: RestRoute[] = [];
   for (const target of unaryMethodsByPath(services).values()) {
@@ -176,7 +177,8 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     throw new RouteMiss(404, `no route for ${method} ${path}`);
   }
 
-  return { handle, routes };
+  const errorDetailTypes = [...options.registry].filter((type): type is DescMessage => type.kind === "message");
+  return { handle, routes, errorDetailTypes };
 }
 
 /** A route's path variables, or undefined when the path is not the route's; a variable that does not decode is the client's error. */

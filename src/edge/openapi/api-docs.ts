@@ -1,0 +1,131 @@
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import type { JsonObject } from "@bufbuild/protobuf";
+import { compress, COMPRESS_MIN_BYTES, negotiateEncoding, type Encoding } from "../compression.js";
+import { answerConditionally, codedEntityTag } from "../http-caching.js";
+import type { HttpExchange, ResponseHeaders } from "../http-exchange.js";
+import { openApiText } from "./openapi-document.js";
+
+/**
+ * GET /openapi.json, and a reference page at /docs rendered by swagger-ui-dist from this
+ * server's own copy: the page loads nothing from anywhere else (its Content-Security-Policy says
+ * so to the browser too).
+ */
+export interface ApiDocs {
+  /** Answers the request and returns true when it is one of the docs' paths; false leaves it alone. */
+  serve(exchange: HttpExchange): boolean;
+}
+
+/** A static answer's type, caching rule, and where its bytes come from. */
+interface Asset {
+  readonly contentType: string;
+  readonly cacheControl: string;
+  readonly load: () => Promise<Buffer>;
+}
+
+/** An answer's bytes (their ETag is remembered per bytes object), and compressed forms once asked for. */
+interface LoadedAsset {
+  readonly body: Buffer;
+  readonly coded: Map<Encoding, Promise<Buffer>>;
+}
+
+/**
+ * The document and page change with a deploy, so caches revalidate them (cheaply, by ETag);
+ * the renderer's files change only with its version, so caches may keep them for a day.
+ */
+const REVALIDATE = "no-cache";
+const RENDERER_MAX_AGE = "public, max-age=86400";
+
+const PAGE_POLICY = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
+
+export function createApiDocs(document: JsonObject): ApiDocs {
+  const rendererDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
+  const documentBytes = Buffer.from(openApiText(document));
+  const fromRenderer = (file: string) => () => readFile(join(rendererDir, file));
+  const assets = new Map<string, Asset>([
+    ["/openapi.json", { contentType: "application/json", cacheControl: REVALIDATE, load: async () => documentBytes }],
+    ["/docs", { contentType: "text/html; charset=utf-8", cacheControl: REVALIDATE, load: async () => Buffer.from(PAGE) }],
+    ["/docs/init.js", { contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE, load: async () => Buffer.from(INIT) }],
+    ["/docs/swagger-ui.css", { contentType: "text/css; charset=utf-8", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("swagger-ui.css") }],
+    [
+      "/docs/swagger-ui-bundle.js",
+      { contentType: "text/javascript; charset=utf-8", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("swagger-ui-bundle.js") },
+    ],
+    ["/docs/favicon-32x32.png", { contentType: "image/png", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("favicon-32x32.png") }],
+  ]);
+  const loaded = new Map<string, Promise<LoadedAsset>>();
+
+  function load(path: string, asset: Asset): Promise<LoadedAsset> {
+    let entry = loaded.get(path);
+    if (entry === undefined) {
+      entry = asset.load().then((body) => ({ body, coded: new Map() }));
+      // A failed read (a broken install) is retried on the next request rather than remembered.
+      entry.catch(() => loaded.delete(path));
+      loaded.set(path, entry);
+    }
+    return entry;
+  }
+
+  async function answer(exchange: HttpExchange, path: string, asset: Asset): Promise<void> {
+    const { body, coded } = await load(path, asset);
+    const headers: ResponseHeaders = { "cache-control": asset.cacheControl, vary: "Accept-Encoding" };
+    if (asset.contentType.startsWith("text/html")) headers["content-security-policy"] = PAGE_POLICY;
+    if (answerConditionally(exchange, headers, body)) return;
+    const encoding = asset.contentType === "image/png" || body.byteLength < COMPRESS_MIN_BYTES ? undefined : negotiateEncoding(exchange.header("accept-encoding"));
+    headers["content-type"] = asset.contentType;
+    headers.etag = codedEntityTag(headers.etag as string, encoding);
+    if (encoding === undefined) {
+      exchange.respond(200, headers, body);
+      return;
+    }
+    let compressed = coded.get(encoding);
+    if (compressed === undefined) {
+      compressed = compress(encoding, body);
+      coded.set(encoding, compressed);
+    }
+    headers["content-encoding"] = encoding;
+    exchange.respond(200, headers, await compressed);
+  }
+
+  return {
+    serve(exchange) {
+      const path = exchange.path === "/docs/" ? "/docs" : exchange.path;
+      const asset = assets.get(path);
+      if (asset === undefined || (exchange.method !== "GET" && exchange.method !== "HEAD")) return false;
+      exchange.observation.quiet = true;
+      answer(exchange, path, asset).catch(() => {
+        if (!exchange.done) exchange.respond(500, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }, Buffer.from("docs unavailable\n"));
+      });
+      return true;
+    },
+  };
+}
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Open Registry API</title>
+<link rel="icon" type="image/png" href="/docs/favicon-32x32.png">
+<link rel="stylesheet" href="/docs/swagger-ui.css">
+</head>
+<body>
+<div id="api-reference"></div>
+<script src="/docs/swagger-ui-bundle.js"></script>
+<script src="/docs/init.js"></script>
+</body>
+</html>
+`;
+
+// validatorUrl null: the renderer would otherwise send the document to validator.swagger.io.
+const INIT = `window.addEventListener("load", function () {
+  window.ui = SwaggerUIBundle({
+    url: "/openapi.json",
+    dom_id: "#api-reference",
+    deepLinking: true,
+    validatorUrl: null,
+  });
+});
+`;

@@ -1,0 +1,29 @@
+import type { DescService } from "@bufbuild/protobuf";
+import { TokenService } from "../../../gen/auth/v1/token_service_pb.js";
+import { BadRequestSchema, RetryInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
+import { RegistryService } from "../../../gen/registry/v1/registry_service_pb.js";
+import { routesFromServices, type RestRoute } from "../rest-transcoder.js";
+import { createOpenApiDocument, openApiText } from "./openapi-document.js";
+
+/**
+ * docs/openapi.json: the document a server of role "all" serves at /openapi.json, built from the
+ * same route table without starting one. test/edge/openapi.test.ts checks that a running server
+ * serves exactly this text, so this file's list of services cannot quietly differ from app.ts's.
+ */
+
+/** The routes of role "all": both services, every method taken as implemented. */
+export function roleAllRoutes(): RestRoute[] {
+  return routesFromServices(
+    [RegistryService, TokenService].map((service: DescService) => ({
+      service,
+      impl: Object.fromEntries(service.methods.map((method) => [method.localName, () => undefined])),
+    })),
+  );
+}
+
+/** The committed text: two-space JSON with a final newline, byte for byte what the server serves. */
+export function committedOpenApiText(): string {
+  // The detail types app.ts gives the transcoder to render.
+  const document = createOpenApiDocument({ routes: roleAllRoutes(), errorDetailTypes: [BadRequestSchema, RetryInfoSchema] });
+  return openApiText(document);
+}
