@@ -19,12 +19,13 @@ const routes: RestRoute[] = roleAllRoutes();
 
 const NAME = "openapi-entry";
 const DID = `did:reg:main:skill:${NAME}@1.0.0`;
+const ORIGIN = "https://app.example";
 
 beforeAll(async () => {
   db = await createTestDatabase();
   // Limits on (and too high to be reached), so answers carry the RateLimit headers they document.
   const limits = { rateLimitRps: 1000, rateLimitBurst: 1000, writeRateLimitRps: 1000, writeRateLimitBurst: 1000, tokenRateLimitRps: 1000, tokenRateLimitBurst: 1000 };
-  registry = await startTestRegistry(db.database, limits);
+  registry = await startTestRegistry(db.database, { ...limits, corsOrigins: [ORIGIN] });
   publisher = await createPublisher();
   token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
   const created = await fetch(`${registry.url}/v1/entries`, {
@@ -154,6 +155,8 @@ describe("the document against the running server", () => {
     expect(tag).toMatch(/^"[^"]+"$/);
     const again = await fetch(`${registry.url}/openapi.json`, { headers: { "if-none-match": tag as string } });
     expect(again.status).toBe(304);
+    const crossOrigin = await fetch(`${registry.url}/openapi.json`, { headers: { origin: ORIGIN } });
+    expect(crossOrigin.headers.get("access-control-allow-origin")).toBe(ORIGIN);
   });
 
   it("documents a route for every operation the server answers, and none the server lacks", async () => {
