@@ -12,7 +12,8 @@ import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./domain/page-cursor.js";
 import { createErrorMappingInterceptor, streamDecodeErrorInterceptor } from "./edge/error-mapping.js";
 import { contextValuesFor, createClientAddressResolver } from "./edge/client-address.js";
-import { createRateLimitInterceptor, createWriteLimit, type AddressLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
+import { createRateLimitInterceptor, createWriteLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
+import { ADDRESS_LIMITS } from "./edge/method-policies.js";
 import { createMemoryBucketStore, type BucketStore } from "./rate-limits/bucket-store.js";
 import { createPostgresBucketStore } from "./rate-limits/postgres-bucket-store.js";
 import { createRedisBucketStore } from "./rate-limits/redis-bucket-store.js";
@@ -298,22 +299,6 @@ async function prepareSchema(config: RegistryConfig, database: Database): Promis
   }
 }
 
-/**
- * The limits keyed by client address, with the methods they apply to: reads (CONTRACT 9) and
- * token issuance. Writes are limited per publisher, in their handlers (createWriteLimit).
- */
-const ADDRESS_LIMITS: readonly AddressLimit[] = [
-  {
-    policy: "reads",
-    methods: [
-      RegistryService.method.resolveEntry,
-      RegistryService.method.listEntryVersions,
-      RegistryService.method.discoverEntries,
-      RegistryService.method.queryEntries,
-    ],
-  },
-  { policy: "tokens", methods: [TokenService.method.issueToken] },
-];
 
 /**
  * Reads wait little for the limiter's store: it must not add their latency. Writes and token

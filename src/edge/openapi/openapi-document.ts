@@ -1,7 +1,7 @@
 import { ScalarType, type DescEnum, type DescField, type DescMessage, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
 import type { PathTemplate } from "../path-template.js";
 import type { RestRoute } from "../rest-transcoder.js";
-import { bearerSchemeOf, isRateLimited } from "./route-policies.js";
+import { bearerSchemeOf, isRateLimited } from "../method-policies.js";
 
 /**
  * The OpenAPI 3.1 description of the REST routes, built from the same route table (and so the

@@ -1,0 +1,55 @@
+import type { DescMethod } from "@bufbuild/protobuf";
+import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
+import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
+import type { AddressLimit } from "./rate-limit-interceptor.js";
+
+/**
+ * Which RPCs need a credential and which are rate-limited, declared once: app.ts wires the limits
+ * from here, and the OpenAPI document describes credentials and RateLimit headers from here. The
+ * protos carry no option for either. test/edge/openapi.test.ts checks the declarations against a
+ * running server's answers (401s, RateLimit headers), so they cannot drift from what the handlers do.
+ */
+
+/**
+ * The limits keyed by client address, with the methods they apply to: reads (CONTRACT 9) and
+ * token issuance.
+ */
+export const ADDRESS_LIMITS: readonly AddressLimit[] = [
+  {
+    policy: "reads",
+    methods: [
+      RegistryService.method.resolveEntry,
+      RegistryService.method.listEntryVersions,
+      RegistryService.method.discoverEntries,
+      RegistryService.method.queryEntries,
+    ],
+  },
+  { policy: "tokens", methods: [TokenService.method.issueToken] },
+];
+
+/**
+ * Methods limited per publisher (the "writes" policy), drawn in their handlers once the token is
+ * verified (createWriteLimit), since the publisher is known only then.
+ */
+export const PUBLISHER_LIMITED: readonly DescMethod[] = [RegistryService.method.createEntry, RegistryService.method.revokeEntry];
+
+/** The bearer credential a method needs: an access token (JWT) for writes, a root token to get one. */
+export type BearerScheme = "accessToken" | "rootToken";
+
+const BEARER: ReadonlyMap<DescMethod, BearerScheme> = new Map<DescMethod, BearerScheme>([
+  [RegistryService.method.createEntry, "accessToken"],
+  [RegistryService.method.revokeEntry, "accessToken"],
+  [TokenService.method.issueToken, "rootToken"],
+]);
+
+const LIMITED: ReadonlySet<DescMethod> = new Set([...ADDRESS_LIMITS.flatMap(({ methods }) => methods), ...PUBLISHER_LIMITED]);
+
+/** The credential `method` needs, or undefined when anyone may call it. */
+export function bearerSchemeOf(method: DescMethod): BearerScheme | undefined {
+  return BEARER.get(method);
+}
+
+/** Whether answers to `method` can carry RateLimit headers (and a 429), when limits are configured. */
+export function isRateLimited(method: DescMethod): boolean {
+  return LIMITED.has(method);
+}
