@@ -35,6 +35,9 @@ const NAMES = new Map<Code, string>(
     .map((code) => [code, Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase()]),
 );
 
+/** Every code's wire name, in the codes' numeric order. */
+export const CODE_NAMES: readonly string[] = [...NAMES.values()];
+
 /** The wire name of a code: Code.InvalidArgument is "invalid_argument". */
 export function codeName(code: Code): string {
   return NAMES.get(code) ?? "unknown";

@@ -2,6 +2,7 @@ import { ScalarType, type DescEnum, type DescField, type DescMessage, type JsonO
 import type { PathTemplate } from "../path-template.js";
 import type { RestRoute } from "../rest-transcoder.js";
 import { bearerSchemeOf, isRateLimited } from "../method-policies.js";
+import { CODE_NAMES } from "../status-codes.js";
 
 /**
  * The OpenAPI 3.1 description of the REST routes, built from the same route table (and so the
@@ -18,24 +19,8 @@ export interface OpenApiDocumentOptions {
 /** The API's version: the proto packages' (registry.v1, auth.v1). */
 const API_VERSION = "v1";
 
-const ERROR_CODES = [
-  "canceled",
-  "unknown",
-  "invalid_argument",
-  "deadline_exceeded",
-  "not_found",
-  "already_exists",
-  "permission_denied",
-  "resource_exhausted",
-  "failed_precondition",
-  "aborted",
-  "out_of_range",
-  "unimplemented",
-  "internal",
-  "unavailable",
-  "data_loss",
-  "unauthenticated",
-];
+/** The error body's `code` values: Connect's code names. */
+const ERROR_CODES = CODE_NAMES;
 
 /** Each error status the document names, with what it means here. */
 const ERROR_RESPONSES: Record<string, string> = {
@@ -265,7 +250,7 @@ function errorBodySchemas(detailTypes: readonly DescMessage[], schemas: SchemaCo
       description: "Every REST error: the Connect code's name, a message for people, and typed details.",
       required: ["code", "message", "details"],
       properties: {
-        code: { type: "string", enum: ERROR_CODES },
+        code: { type: "string", enum: [...ERROR_CODES] },
         message: { type: "string" },
         details: {
           type: "array",
