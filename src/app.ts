@@ -6,6 +6,8 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
 import { createKnexAuthRepository } from "./auth/auth-repository.js";
 import { createTokenIssuer } from "./auth/token-issuer.js";
+import { createAdminCredentialVerifier, generateAdminCredential, type AdminCredentialVerifier } from "./auth/admin-credential.js";
+import { createRootTokenAdmin } from "./auth/root-token-admin.js";
 import { ConfigError, type RegistryConfig } from "./config.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
@@ -32,6 +34,8 @@ import { countedRateLimiter, createMetrics, knexPoolStats, type RegistryMetrics 
 import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
 import type { Tracing } from "./observability/tracing.js";
 import { createTokenServiceImpl } from "./edge/token-service-handlers.js";
+import { createAdminServiceImpl } from "./edge/admin-service-handlers.js";
+import { removeAdminCredential, writeAdminCredential } from "./storage/admin-credential-file.js";
 import { describeError, type Logger } from "./logger.js";
 import { migrateToLatest, openDatabase, pendingMigrations, type Database, type DatabaseOptions } from "./storage/database.js";
 import { createLocalChangeFeed, createPostgresChangeFeed } from "./storage/change-feed.js";
@@ -49,6 +53,7 @@ import {
 import { createReplicaFreshness } from "./storage/replica-freshness.js";
 import type { EntryRepository } from "./entries/entry-repository.js";
 import { TokenService } from "../gen/auth/v1/token_service_pb.js";
+import { AdminService } from "../gen/auth/v1/admin_service_pb.js";
 import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { RegistryService } from "../gen/registry/v1/registry_service_pb.js";
@@ -76,6 +81,8 @@ export interface StartOptions {
 export async function startRegistry(config: RegistryConfig, options: StartOptions): Promise<RunningRegistry> {
   const { logger } = options;
   useNodeTextEncoding();
+  // Decided before anything opens, so a refused setting leaves nothing to close.
+  const adminApiOn = servesAdminApi(config, options);
   const database = options.database ?? (await openDatabase(databaseOptions(config, logger)));
   await prepareSchema(config, database).catch(async (error: unknown) => {
     // An open pool would keep the process alive after it reported the error.
@@ -105,7 +112,9 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const limiter = openedLimiter === undefined ? undefined : countedRateLimiter(openedLimiter, metrics);
   const contextValues = limiter === undefined ? undefined : contextValuesFor(resolveClientAddress);
   const limitWrite = limiter?.policies.has("writes") ? createWriteLimit(limiter) : undefined;
-  const services = await createServices(config, { primary: database, replicas, routing }, entryStore.repository, limitWrite);
+  const adminCredential = adminApiOn ? generateAdminCredential() : undefined;
+  const adminVerifier = adminCredential === undefined ? undefined : createAdminCredentialVerifier(adminCredential);
+  const services = await createServices(config, { primary: database, replicas, routing }, entryStore.repository, limitWrite, adminVerifier);
   const addressLimits = ADDRESS_LIMITS.filter(({ policy }) => limiter?.policies.has(policy));
   // The limiter runs first (outermost): a refused call costs nothing more, and its headers reach
   // every answer, errors (already mapped to Connect errors) included.
@@ -183,9 +192,22 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     await Promise.all(replicas.map((replica) => replica.close()));
     if (options.database === undefined) await database.close();
   };
+  /** Removes the credential file if it is this server's: a stopped server's credential opens nothing. */
+  const removeOwnAdminCredential = async () => {
+    if (adminVerifier === undefined) return;
+    await removeAdminCredential(config.dataDir, adminVerifier.matches).catch((error: unknown) =>
+      logger.warn("cannot remove the admin credential file", describeError(error)),
+    );
+  };
   let metricsServer: MetricsServer | undefined;
   let address: AddressInfo;
   try {
+    // Written before the server listens: once it answers health checks, `npm start` and the
+    // tests treat it as started, and stopping it must not race with a file still being written.
+    if (adminCredential !== undefined && services.some(({ service }) => service === AdminService)) {
+      const path = await writeAdminCredential(config.dataDir, adminCredential);
+      logger.info("admin API on; its credential is in the data directory", { path });
+    }
     address = await server.listen(config.port, config.host);
     metricsServer = await startAdminMetrics(config, metrics).catch(async (error: unknown) => {
       await server.close(0);
@@ -193,6 +215,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     });
   } catch (error) {
     // A busy port, say: an open pool or change feed would keep the process alive after the error.
+    await removeOwnAdminCredential();
     await release();
     throw error;
   }
@@ -207,6 +230,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     metricsUrl,
     database,
     async close() {
+      // First, so no CLI picks up the credential of a server that is going away.
+      await removeOwnAdminCredential();
       // In-flight unary calls finish normally; streams that never end by themselves (health
       // Watch, reflection) are told to stop after a moment, so the server can drain.
       const endStreams = setTimeout(() => shutdown.abort(), STREAM_DRAIN_MS);
@@ -216,6 +241,23 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       await release();
     },
   };
+}
+
+/**
+ * Whether this server offers auth.v1.AdminService (in the roles that issue tokens). By default
+ * only when it holds the embedded database in a data directory itself: no other process can open
+ * that database then, so the running server is the only way to its root tokens. On Postgres the
+ * CLI works on the database directly, and a deployment need not grow an admin surface (or write
+ * to its filesystem) unless ADMIN_API=true asks for it.
+ */
+function servesAdminApi(config: RegistryConfig, options: StartOptions): boolean {
+  if (config.adminApi === false) return false;
+  const inMemory = config.dataDir === "" || config.dataDir.startsWith("memory://");
+  if (config.adminApi === true) {
+    if (inMemory) throw new ConfigError("ADMIN_API=true needs REGISTRY_DATA_DIR to name a directory: the admin credential is written there");
+    return true;
+  }
+  return options.database === undefined && config.databaseUrl === "" && !inMemory;
 }
 
 /** The primary and its read replicas (none unless DATABASE_READ_URL is set), and how reads pick. */
@@ -412,6 +454,7 @@ async function createServices(
   databases: Databases,
   entryRepository: EntryRepository,
   limitWrite: WriteLimit | undefined,
+  adminCredential: AdminCredentialVerifier | undefined,
 ): Promise<ServedService[]> {
   const { primary: database, replicas } = databases;
   const services: ServedService[] = [];
@@ -420,6 +463,10 @@ async function createServices(
     config.role === "registry" ? undefined : createTokenIssuer({ repository: authRepository, config });
   if (issuer !== undefined) {
     services.push(servedService(TokenService, createTokenServiceImpl(issuer)));
+    if (adminCredential !== undefined) {
+      const admin = createRootTokenAdmin({ repository: authRepository, entryTypes: config.entryTypes });
+      services.push(servedService(AdminService, createAdminServiceImpl(adminCredential, admin)));
+    }
   }
   if (config.role === "auth") return services;
   const verifier = createAccessTokenVerifier({

@@ -39,6 +39,18 @@ export interface RegistryConfig {
   readonly entryCacheHeartbeatMs: number;
   /** Apply migrations at start; when false, refuse to start on a schema that is behind. */
   readonly migrateOnStart: boolean;
+  /**
+   * Whether auth.v1.AdminService (root tokens through the running server, for a holder of the
+   * admin credential it writes to the data directory) is served by the roles that issue tokens.
+   * "auto" (ADMIN_API unset): only when the server holds the embedded database in a data directory,
+   * which no other process can then open; true or false: always or never.
+   */
+  readonly adminApi: boolean | "auto";
+  /**
+   * The server the CLI talks to (REGISTRY_URL); undefined: this host's server on PORT, at
+   * http://127.0.0.1:PORT.
+   */
+  readonly registryUrl: string | undefined;
   readonly entryTypes: readonly string[];
   /** This server's public base URL. */
   readonly publicUrl: string;
@@ -154,6 +166,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     readinessTimeoutMs: integer(env, "READINESS_TIMEOUT_MS", 1_000, 1, 600_000),
     entryCacheHeartbeatMs: integer(env, "ENTRY_CACHE_HEARTBEAT_MS", 2_000, 10, 600_000),
     migrateOnStart: boolean(env, "MIGRATE_ON_START", true),
+    adminApi: env.ADMIN_API === undefined || env.ADMIN_API === "" || env.ADMIN_API === "auto" ? "auto" : boolean(env, "ADMIN_API", false),
+    registryUrl: env.REGISTRY_URL === undefined || env.REGISTRY_URL.trim() === "" ? undefined : trimSlash(env.REGISTRY_URL.trim()),
     entryTypes: list(env.REGISTRY_ENTRY_TYPES ?? "skill,agent", "REGISTRY_ENTRY_TYPES"),
     publicUrl,
     authUrl: trimSlash(env.AUTH_URL ?? publicUrl),

@@ -1,18 +1,12 @@
 import { parseArgs } from "node:util";
 import { joinOptionValues } from "./option-values.js";
-import { createKnexAuthRepository, type AuthRepository, type RootTokenRecord } from "../auth/auth-repository.js";
-import {
-  generateRootToken,
-  generateRootTokenId,
-  hashRootToken,
-  isKnownScope,
-  isRootTokenId,
-  knownScopes,
-} from "../auth/root-tokens.js";
+import { createKnexAuthRepository, type RootTokenRecord } from "../auth/auth-repository.js";
+import { createRootTokenAdmin, MAX_ROOT_TOKEN_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS, type RootTokenAdmin } from "../auth/root-token-admin.js";
+import { isKnownScope, isRootTokenId, knownScopes } from "../auth/root-tokens.js";
 import type { RegistryConfig } from "../config.js";
 import { ed25519KeyFromDid } from "../domain/did-key.js";
 import { RegistryError } from "../errors.js";
-import { migrateToLatest, openDatabase } from "../storage/database.js";
+import { DatabaseInUseError, migrateToLatest, openDatabase } from "../storage/database.js";
 
 /** Where the command writes; tests pass their own, the CLI the process's streams. */
 export interface RootTokenCommandIo {
@@ -20,29 +14,31 @@ export interface RootTokenCommandIo {
   stderr(text: string): void;
 }
 
-export type RootTokenCommandConfig = Pick<RegistryConfig, "databaseUrl" | "dataDir" | "entryTypes">;
+/** Where the root tokens are; host, port and registryUrl find a server that holds the embedded database. */
+export type RootTokenCommandConfig = Pick<RegistryConfig, "databaseUrl" | "dataDir" | "entryTypes"> &
+  Partial<Pick<RegistryConfig, "host" | "port" | "registryUrl">>;
 
 export const ROOT_TOKEN_USAGE = `Usage:
-  registry root-token create --subject <did:key> --scopes <a,b> [--description <text>]
-  registry root-token list [--json]
-  registry root-token revoke <id>
+  registry root-token create --subject <did:key> --scopes <a,b> [--description <text>] [--verbose]
+  registry root-token list [--json] [--verbose]
+  registry root-token revoke <id> [--verbose]
 
 "create" prints the new root token, and only it, on stdout. It is shown this once: the registry
 keeps only its SHA-256 hash. Scopes are registry.publish.<entryType>, registry.publish.* and
 registry.admin; the access tokens it is exchanged for carry some of them and the --subject DID.
 The commands work on the database of DATABASE_URL (or REGISTRY_DATA_DIR), also while a server
-runs against a Postgres one.
+runs against a Postgres one. While a server holds the embedded database in REGISTRY_DATA_DIR, they
+ask that server instead, through its admin API (auth.v1.AdminService at REGISTRY_URL, default
+http://127.0.0.1:PORT), with the credential it wrote to REGISTRY_DATA_DIR/admin-credential.
+--verbose says on stderr which way was taken.
 `;
 
 const EXIT_OK = 0;
 const EXIT_FAILURE = 1;
 const EXIT_USAGE = 2;
-const MAX_DESCRIPTION_CHARS = 500;
 
 /** Bad command line: answered with the usage text and exit code 2. */
 class UsageError extends Error {}
-/** The command line was fine but the work failed (unknown id, database down): exit code 1. */
-class CommandError extends Error {}
 
 /**
  * Runs `registry root-token ...`. `args` are the words after "root-token" (a leading "root-token"
@@ -85,16 +81,7 @@ async function createCommand(args: string[], config: RootTokenCommandConfig, io:
   const subject = validSubject(values.subject as string | undefined);
   const scopes = validScopes(values.scopes as string[] | undefined, config.entryTypes);
   const description = validDescription(values.description as string | undefined);
-  const token = generateRootToken();
-  const record = await withRepository(config, (repository) =>
-    repository.createRootToken({
-      id: generateRootTokenId(),
-      tokenHash: hashRootToken(token),
-      subject,
-      scopes,
-      description,
-    }),
-  );
+  const { token, record } = await withRootTokens(config, verboseIo(values, io), (admin) => admin.create({ subject, scopes, description }));
   // stdout carries the token alone, so `TOKEN=$(registry root-token create ...)` works.
   io.stdout(`${token}\n`);
   io.stderr(`created root token ${record.id} for ${record.subject} (${record.scopes.join(", ")})\n`);
@@ -104,7 +91,7 @@ async function createCommand(args: string[], config: RootTokenCommandConfig, io:
 async function listCommand(args: string[], config: RootTokenCommandConfig, io: RootTokenCommandIo): Promise<number> {
   const { values } = parseCommandLine(args, { json: { type: "boolean" } });
   if (values.help === true) return printUsage(io);
-  const records = await withRepository(config, (repository) => repository.listRootTokens());
+  const records = await withRootTokens(config, verboseIo(values, io), (admin) => admin.list());
   if (values.json === true) {
     for (const record of records) io.stdout(`${JSON.stringify(jsonOf(record))}\n`);
   } else {
@@ -119,8 +106,7 @@ async function revokeCommand(args: string[], config: RootTokenCommandConfig, io:
   if (positionals.length !== 1) throw new UsageError("revoke takes exactly one root token id");
   const id = positionals[0]!;
   if (!isRootTokenId(id)) throw new UsageError(`"${id}" is not a root token id (rt_ and 16 hex digits)`);
-  const existed = await withRepository(config, (repository) => repository.revokeRootToken(id));
-  if (!existed) throw new CommandError(`no root token has the id ${id}`);
+  await withRootTokens(config, verboseIo(values, io), (admin) => admin.revoke(id));
   io.stdout(`revoked ${id}\n`);
   return EXIT_OK;
 }
@@ -136,7 +122,7 @@ function parseCommandLine(args: string[], options: OptionSpec, allowPositionals 
   try {
     return parseArgs({
       args: joinOptionValues(args, options),
-      options: { ...options, help: { type: "boolean", short: "h" } },
+      options: { ...options, help: { type: "boolean", short: "h" }, verbose: { type: "boolean" } },
       strict: true,
       allowPositionals,
     });
@@ -172,15 +158,35 @@ function validDescription(description: string | undefined): string {
   return text;
 }
 
-/** Opens the database (migrating it first, so a fresh one works), runs `work`, and closes it. */
-async function withRepository<T>(
+/** Where --verbose notes go: stderr with the flag, nowhere without it. */
+function verboseIo(values: CommandLine["values"], io: RootTokenCommandIo): (text: string) => void {
+  return values.verbose === true ? (text) => io.stderr(`registry root-token: ${text}\n`) : () => {};
+}
+
+/**
+ * Runs `work` on the database (migrated first, so a fresh one works), or, when a running server
+ * holds the embedded database, through that server's admin API: the same operations either way,
+ * so the output cannot tell them apart.
+ */
+async function withRootTokens<T>(
   config: RootTokenCommandConfig,
-  work: (repository: AuthRepository) => Promise<T>,
+  note: (text: string) => void,
+  work: (admin: RootTokenAdmin) => Promise<T>,
 ): Promise<T> {
-  const database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  let database;
   try {
+    database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  } catch (error) {
+    if (!(error instanceof DatabaseInUseError)) throw error;
+    const { connectAdminApi } = await import("./admin-api-client.js");
+    const admin = await connectAdminApi(config, error);
+    note(`the embedded database is in use; asking the server at ${admin.url} through its admin API`);
+    return work(admin);
+  }
+  try {
+    note(`working on the ${database.kind === "pglite" ? `embedded database in ${config.dataDir}` : "database of DATABASE_URL"} directly`);
     await migrateToLatest(database);
-    return await work(createKnexAuthRepository(database.knex));
+    return await work(createRootTokenAdmin({ repository: createKnexAuthRepository(database.knex), entryTypes: config.entryTypes }));
   } finally {
     await database.close();
   }
@@ -225,7 +231,8 @@ function reportFailure(error: unknown, io: RootTokenCommandIo): number {
     io.stderr(`registry root-token: ${error.message}\n\n${ROOT_TOKEN_USAGE}`);
     return EXIT_USAGE;
   }
-  if (error instanceof CommandError || error instanceof RegistryError) {
+  // The work failed (unknown id, a server that refused): the message says why, exit code 1.
+  if (error instanceof RegistryError) {
     io.stderr(`registry root-token: ${error.message}\n`);
     return EXIT_FAILURE;
   }

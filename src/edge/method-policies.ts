@@ -1,4 +1,5 @@
 import type { DescMethod } from "@bufbuild/protobuf";
+import { AdminService } from "../../gen/auth/v1/admin_service_pb.js";
 import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
 import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
 import type { AddressLimit } from "./rate-limit-interceptor.js";
@@ -33,13 +34,19 @@ export const ADDRESS_LIMITS: readonly AddressLimit[] = [
  */
 export const PUBLISHER_LIMITED: readonly DescMethod[] = [RegistryService.method.createEntry, RegistryService.method.revokeEntry];
 
-/** The bearer credential a method needs: an access token (JWT) for writes, a root token to get one. */
-export type BearerScheme = "accessToken" | "rootToken";
+/**
+ * The bearer credential a method needs: an access token (JWT) for writes, a root token to get
+ * one, and the server's admin credential (from its data directory) to manage root tokens.
+ */
+export type BearerScheme = "accessToken" | "rootToken" | "adminCredential";
 
 const BEARER: ReadonlyMap<DescMethod, BearerScheme> = new Map<DescMethod, BearerScheme>([
   [RegistryService.method.createEntry, "accessToken"],
   [RegistryService.method.revokeEntry, "accessToken"],
   [TokenService.method.issueToken, "rootToken"],
+  [AdminService.method.createRootToken, "adminCredential"],
+  [AdminService.method.listRootTokens, "adminCredential"],
+  [AdminService.method.revokeRootToken, "adminCredential"],
 ]);
 
 const LIMITED: ReadonlySet<DescMethod> = new Set([...ADDRESS_LIMITS.flatMap(({ methods }) => methods), ...PUBLISHER_LIMITED]);

@@ -136,7 +136,8 @@ export class DatabaseInUseError extends Error {}
  * that no longer runs is taken over.
  */
 async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  await mkdir(dataDir, { recursive: true });
+  // The server's account alone: the directory holds the database and the admin credential.
+  await mkdir(dataDir, { recursive: true, mode: 0o700 });
   const lockPath = join(dataDir, "registry.lock");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {

@@ -5,11 +5,13 @@ import { roleAllRoutes } from "../../src/edge/openapi/committed-openapi-document
 import { openApiPath } from "../../src/edge/openapi/openapi-document.js";
 import type { RestRoute } from "../../src/edge/rest-transcoder.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { temporaryDirectory } from "../support/child-processes.js";
 import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 
 /** The OpenAPI document against the route table it is built from, and against a running server. */
 
 let db: TestDatabase;
+let dataDir: { path: string; remove(): Promise<void> };
 let registry: TestRegistry;
 let publisher: TestPublisher;
 let token: string;
@@ -25,7 +27,9 @@ beforeAll(async () => {
   db = await createTestDatabase();
   // Limits on (and too high to be reached), so answers carry the RateLimit headers they document.
   const limits = { rateLimitRps: 1000, rateLimitBurst: 1000, writeRateLimitRps: 1000, writeRateLimitBurst: 1000, tokenRateLimitRps: 1000, tokenRateLimitBurst: 1000 };
-  registry = await startTestRegistry(db.database, { ...limits, corsOrigins: [ORIGIN] });
+  // The admin API on, as on an embedded database by default: the committed document describes it.
+  dataDir = await temporaryDirectory("registry-openapi-");
+  registry = await startTestRegistry(db.database, { ...limits, corsOrigins: [ORIGIN], adminApi: true, dataDir: dataDir.path });
   publisher = await createPublisher();
   token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
   const created = await fetch(`${registry.url}/v1/entries`, {
@@ -41,6 +45,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await registry?.close();
   await db?.drop();
+  await dataDir?.remove();
 });
 
 function operations(doc: any): { key: string; operation: any }[] {
@@ -181,6 +186,7 @@ describe("the document against the running server", () => {
       }
     }
     expect(document.paths["/v1/entries"].post.security).toEqual([{ accessToken: [] }]);
+    expect(document.paths["/v1/admin/root-tokens"].post.security).toEqual([{ adminCredential: [] }]);
   });
 
   it("documents the RateLimit headers on exactly the routes whose answers carry them", async () => {

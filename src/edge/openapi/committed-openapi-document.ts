@@ -1,4 +1,5 @@
 import type { DescService } from "@bufbuild/protobuf";
+import { AdminService } from "../../../gen/auth/v1/admin_service_pb.js";
 import { TokenService } from "../../../gen/auth/v1/token_service_pb.js";
 import { BadRequestSchema, RetryInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { RegistryService } from "../../../gen/registry/v1/registry_service_pb.js";
@@ -11,10 +12,13 @@ import { createOpenApiDocument, openApiText } from "./openapi-document.js";
  * serves exactly this text, so this file's list of services cannot quietly differ from app.ts's.
  */
 
-/** The routes of role "all": both services, every method taken as implemented. */
+/**
+ * The routes of role "all" with the admin API on (as it is by default on an embedded database):
+ * every service, every method taken as implemented.
+ */
 export function roleAllRoutes(): RestRoute[] {
   return routesFromServices(
-    [RegistryService, TokenService].map((service: DescService) => ({
+    [RegistryService, TokenService, AdminService].map((service: DescService) => ({
       service,
       impl: Object.fromEntries(service.methods.map((method) => [method.localName, () => undefined])),
     })),

@@ -53,7 +53,7 @@ export function createOpenApiDocument(options: OpenApiDocumentOptions): JsonObje
       version: API_VERSION,
       summary: "Signed, versioned skill and agent entries.",
       description:
-        "The REST/JSON mapping of the registry's gRPC services (registry.v1.RegistryService, auth.v1.TokenService), " +
+        "The REST/JSON mapping of the registry's gRPC services (registry.v1.RegistryService, auth.v1.TokenService, auth.v1.AdminService), " +
         "generated from their protos' google.api.http annotations. JSON follows the proto3 JSON mapping: camelCase names, " +
         "64-bit integers as strings, every field present in responses. The same methods are served over gRPC, gRPC-Web and Connect.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
@@ -76,6 +76,13 @@ export function createOpenApiDocument(options: OpenApiDocumentOptions): JsonObje
           type: "http",
           scheme: "bearer",
           description: "A root token an operator issued with `registry root-token create`; exchanged for access tokens.",
+        },
+        adminCredential: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "The admin credential a server writes at start to <REGISTRY_DATA_DIR>/admin-credential (mode 0600) and removes when it stops; " +
+            "only its operator can read it. The admin routes exist only where the server enables them (ADMIN_API).",
         },
       },
     },
