@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import { text } from "node:stream/consumers";
 import { parseArgs } from "node:util";
 import { joinOptionValues } from "./option-values.js";
@@ -24,7 +24,7 @@ export interface KeyCommandIo {
 }
 
 export const KEY_COMMAND_USAGE = `Usage:
-  registry key generate
+  registry key generate [--out <file>]
   registry sign entry  --key <key> --file <entry.json | ->
   registry sign revoke --key <key> --did <entry DID as addressed> --reason <text>
 
@@ -32,6 +32,8 @@ export const KEY_COMMAND_USAGE = `Usage:
 (or holding the JSON printed by "registry key generate"). Without --key, the environment variable
 REGISTRY_SIGNING_KEY is used; prefer it or @<path>, since command lines end up in shell history.
 
+"key generate --out <file>" writes the key to a new file of mode 0600 (it refuses to overwrite one)
+and prints only the DID and public key; without --out the whole key is printed.
 "sign entry" prints the entry with its "signature" field set, ready for POST /v1/entries.
 "sign revoke" prints {"reason", "signature"}, the body of DELETE /v1/entries/{did}; give --did
 exactly as it will appear in that path (with or without @version), since it is signed as given.
@@ -42,9 +44,9 @@ const EXIT_FAILURE = 1;
 const EXIT_USAGE = 2;
 
 /** Bad command line: answered with the usage text and exit code 2. */
-class UsageError extends Error {}
+export class UsageError extends Error {}
 /** The command line was fine but the work failed (unreadable file, wrong key): exit code 1. */
-class CommandError extends Error {}
+export class CommandError extends Error {}
 
 /**
  * Runs `registry key ...` and `registry sign ...`. `args` starts at the command word ("key" or
@@ -64,15 +66,37 @@ export async function runKeyCommand(args: string[], io: KeyCommandIo): Promise<n
 }
 
 async function keyGenerate(args: string[], io: KeyCommandIo): Promise<number> {
-  const { help } = parseOptions(args, {});
+  const { help, out } = parseOptions(args, { out: { type: "string" } });
   if (help) return printUsage(io);
   const key = await generateKeyPair();
-  printJson(io, {
+  const whole = {
     did: key.did,
     privateKey: encodePrivateKey(key.privateKey),
     publicKey: encodeBase64url(key.publicKey),
-  });
+  };
+  if (out === undefined) {
+    printJson(io, whole);
+    return EXIT_OK;
+  }
+  await writeNewKeyFile(out, `${JSON.stringify(whole, null, 2)}\n`);
+  printJson(io, { did: whole.did, publicKey: whole.publicKey, file: out });
   return EXIT_OK;
+}
+
+/**
+ * Writes a private key to a file that must not exist yet, readable by its owner only: overwriting
+ * a key file would orphan every name its DID owns (the registry ties a name to its first
+ * publisher's key).
+ */
+async function writeNewKeyFile(path: string, contents: string): Promise<void> {
+  try {
+    await writeFile(path, contents, { mode: 0o600, flag: "wx" });
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "EEXIST") {
+      throw new CommandError(`${path} already exists; refusing to overwrite a key (the names its DID owns would be lost)`);
+    }
+    throw new CommandError(`cannot write ${path}: ${error instanceof Error ? error.message : error}`);
+  }
 }
 
 async function signEntryCommand(args: string[], io: KeyCommandIo): Promise<number> {
@@ -128,6 +152,14 @@ function parseOptions<T extends StringOptions>(
 function requireOption(value: string | undefined, name: string): string {
   if (value === undefined || value === "") throw new UsageError(`${name} is required`);
   return value;
+}
+
+/**
+ * The signing key of `--key` or REGISTRY_SIGNING_KEY, for the commands that sign and send
+ * (publish, revoke): the same forms as `sign`. Throws an Error whose message names the problem.
+ */
+export async function loadSigningKey(flag: string | undefined, env: Readonly<Record<string, string | undefined>>): Promise<KeyPair> {
+  return loadKey(flag, { stdout: () => {}, stderr: () => {}, env });
 }
 
 /** The key from --key or REGISTRY_SIGNING_KEY: base64url text, or @path of a file holding it. */

@@ -16,19 +16,34 @@ afterAll(() => dataDir.remove());
 const env = () => childEnv({ DATABASE_URL: "", REGISTRY_DATA_DIR: `${dataDir.path}/data` });
 
 it.each([
-  ["issuer-key", "rotate", "--help"],
-  ["migrate", "--help"],
-  ["root-token", "create", "--subject", "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK", "--scopes", "registry.publish.skill", "-h"],
-  ["serve", "--help"],
-  ["help"],
-  ["--help"],
-  ["-h"],
-])("%s … shows the usage, exits 0 and runs nothing", async (...args) => {
+  [["issuer-key", "rotate", "--help"], "issuer-key rotate"],
+  [["migrate", "--help"], "migrate"],
+  [["root-token", "create", "--subject", "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK", "--scopes", "registry.publish.skill", "-h"], "root-token create"],
+  [["serve", "--help"], "serve"],
+  [["key", "generate", "--out", "KEY_FILE", "--help"], "key generate"],
+  [["publish", "manifest.json", "--help"], "publish"],
+  [["revoke", "did:reg:main:skill:x@1.0.0", "--reason", "r", "-h"], "revoke"],
+  [["login", "--root-token", "rt_x", "--help"], "login"],
+  [["wait", "--help"], "wait"],
+  [["help"], ""],
+  [["--help"], ""],
+  [["-h"], ""],
+])("%j shows the usage, exits 0 and runs nothing", async (given, command) => {
+  // A key file asked for with --out would land in dataDir too.
+  const args = given.map((word) => (word === "KEY_FILE" ? `${dataDir.path}/key.json` : word));
   const result = await runCli(args, env());
   expect(result.code, result.stderr).toBe(0);
-  expect(result.stdout).toMatch(/^usage: registry <command>/);
+  expect(result.stdout.split("\n")[0]).toMatch(new RegExp(`^Usage: registry ${command === "" ? "" : `${command} `}\\[options\\]`));
   const { readdir } = await import("node:fs/promises");
   expect(await readdir(dataDir.path)).toEqual([]);
+});
+
+it("lists the commands and the exit codes in the top-level help", async () => {
+  const result = await runCli(["--help"], env());
+  for (const command of ["serve", "login", "publish", "resolve", "versions", "revoke", "discover", "query", "wait"]) {
+    expect(result.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
+  }
+  expect(result.stdout).toContain("Exit codes:");
 });
 
 it("prints the version with --version", async () => {
@@ -40,7 +55,7 @@ it("prints the version with --version", async () => {
 it("refuses an unknown command with exit code 2, naming it", async () => {
   const result = await runCli(["frobnicate"], env());
   expect(result.code).toBe(2);
-  expect(result.stderr).toMatch(/unknown command "frobnicate"/);
+  expect(result.stderr).toMatch(/unknown command 'frobnicate'/);
 });
 
 it("says in one line that a busy port is busy, and how to choose another", async () => {

@@ -1,0 +1,128 @@
+import { toJson, type JsonObject } from "@bufbuild/protobuf";
+import type { Command } from "commander";
+import { EntrySchema, EntryVersionSchema, type Entry, type EntryVersion } from "../../gen/registry/v1/entry_pb.js";
+import { RegistryClientError } from "../sdk/client-error.js";
+import { createRegistryClient } from "../sdk/node.js";
+import type { RegistryClient } from "../sdk/registry-client.js";
+import { registryUrl, type CliContext } from "./cli-context.js";
+import { CliFailure, EXIT, exitCodeOf } from "./exit-codes.js";
+
+/** The options every command that talks to a registry takes. */
+export interface ClientOptions {
+  readonly registry?: string;
+  readonly json?: boolean;
+}
+
+/** What a client command's body gets: the client, the registry's URL and how to print. */
+export interface ClientCall {
+  readonly client: RegistryClient;
+  readonly registry: string;
+  readonly json: boolean;
+  /** Prints a value as one JSON document on stdout. */
+  printJson(value: unknown): void;
+}
+
+/** Adds --registry and --json to a command. */
+export function withClientOptions(command: Command): Command {
+  return command
+    .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:8080)")
+    .option("--json", "print a JSON document on stdout (errors as JSON on stderr)");
+}
+
+/**
+ * Runs a command's body with a client of the chosen registry, and turns its failure into the
+ * exit code and the message (human, or JSON with --json) the failure means.
+ */
+export async function runClientCommand(
+  options: ClientOptions,
+  context: CliContext,
+  body: (call: ClientCall) => Promise<number | void>,
+): Promise<number> {
+  const registry = registryUrl(options.registry, context);
+  const json = options.json === true;
+  const client = createRegistryClient({ baseUrl: registry });
+  try {
+    const code = await body({
+      client,
+      registry,
+      json,
+      printJson: (value) => context.stdout(`${JSON.stringify(value, null, 2)}\n`),
+    });
+    return code ?? EXIT.ok;
+  } catch (error) {
+    return reportFailure(error, registry, json, context);
+  } finally {
+    client.close();
+  }
+}
+
+/** Prints a failure on stderr and returns its exit code; rethrows what is not a known failure. */
+export function reportFailure(error: unknown, registry: string, json: boolean, context: CliContext): number {
+  if (error instanceof CliFailure) {
+    if (json) context.stderr(`${JSON.stringify({ error: { code: "cli", message: error.message } })}\n`);
+    else context.stderr(`registry: ${error.message}\n`);
+    return error.exitCode;
+  }
+  if (!(error instanceof RegistryClientError)) throw error;
+  const unreachable = error.code === "unknown" && isNetworkFailure(error.cause);
+  const message = unreachable ? `cannot reach the registry at ${registry} (${networkReason(error.cause)})` : error.message;
+  if (json) {
+    context.stderr(`${JSON.stringify({ error: { code: error.code, message, violations: error.violations } })}\n`);
+  } else {
+    context.stderr(`registry: ${unreachable ? message : `${error.code}: ${message}`}\n`);
+    for (const { field, description } of error.violations) context.stderr(`  ${field}: ${description}\n`);
+  }
+  return exitCodeOf(error.code);
+}
+
+/** A fetch that got no answer: TypeError("fetch failed") with the socket error as its cause. */
+function isNetworkFailure(cause: unknown): boolean {
+  let current: unknown = cause;
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    if (current.message === "fetch failed" || typeof (current as NodeJS.ErrnoException).code === "string") return true;
+    current = current.cause;
+  }
+  return false;
+}
+
+function networkReason(cause: unknown): string {
+  // The socket's error code (ECONNREFUSED) when there is one, else the innermost message.
+  let current: unknown = cause;
+  let innermost = "no answer";
+  for (let depth = 0; depth < 5 && current instanceof Error; depth++) {
+    const code = (current as NodeJS.ErrnoException).code;
+    if (typeof code === "string") return code;
+    innermost = current.message;
+    current = current.cause;
+  }
+  return innermost;
+}
+
+/** An entry in its proto3 JSON form, as the REST API answers it. */
+export function entryJson(entry: Entry): JsonObject {
+  return toJson(EntrySchema, entry) as JsonObject;
+}
+
+export function versionJson(version: EntryVersion): JsonObject {
+  return toJson(EntryVersionSchema, version) as JsonObject;
+}
+
+/** An entry for people: the fields that matter, one per line. */
+export function describeEntry(entry: Entry): string {
+  const fields = entryJson(entry);
+  const lines = [
+    `${String(fields.entryDid)}  ${statusName(fields.status)}`,
+    `  publisher   ${String(fields.publisherDid)}`,
+    `  published   ${String(fields.publishedAt)}`,
+    `  content     ${String(fields.contentHash)}`,
+  ];
+  if (fields.description) lines.push(`  description ${String(fields.description)}`);
+  if (Array.isArray(fields.tags) && fields.tags.length > 0) lines.push(`  tags        ${fields.tags.join(", ")}`);
+  if (fields.revocationReason) lines.push(`  revoked     ${String(fields.revokedAt)}: ${String(fields.revocationReason)}`);
+  return `${lines.join("\n")}\n`;
+}
+
+/** `ENTRY_STATUS_REVOKED` → `revoked`. */
+export function statusName(status: unknown): string {
+  return typeof status === "string" ? status.replace(/^ENTRY_STATUS_/, "").toLowerCase() : "active";
+}

@@ -1,0 +1,40 @@
+import type { JsonObject } from "@bufbuild/protobuf";
+import type { Command } from "commander";
+import type { CliContext } from "../cli-context.js";
+import { runClientCommand, withClientOptions, type ClientOptions } from "../client-command.js";
+import { collectPages, withListingOptions, type ListingOptions } from "../listing.js";
+
+/** `registry query '<QL>'`: a query-language discovery (docs/query-language.md). */
+export function registerQueryCommand(program: Command, context: CliContext): void {
+  withListingOptions(
+    withClientOptions(
+      program
+        .command("query")
+        .description("run a query-language discovery; prints the selected columns")
+        .argument("<ql>", "e.g. \"SELECT entry_did, version FROM entries WHERE tags CONTAINS 'search'\""),
+    ),
+  )
+    .addHelpText("after", "\nRevoked entries are left out unless the query mentions status. Grammar: docs/query-language.md.")
+    .action(async (ql: string, options: ClientOptions & ListingOptions) => {
+      context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
+        const { items, more } = await collectPages(
+          async (cursor, pageSize) => {
+            const page = await client.queryPage(ql, { cursor, pageSize });
+            return { items: page.rows, nextCursor: page.nextCursor };
+          },
+          options,
+          context,
+        );
+        if (json) {
+          printJson({ rows: items, more });
+          return;
+        }
+        for (const row of items) context.stdout(`${Object.values(row).map(cell).join("\t")}\n`);
+        if (more) context.stderr("more rows match; --all or --limit <n> to see them\n");
+      });
+    });
+}
+
+function cell(value: JsonObject[string]): string {
+  return typeof value === "string" ? value : JSON.stringify(value);
+}
