@@ -1,5 +1,6 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { CliFailure, EXIT } from "./exit-codes.js";
 
 /** Where a command reads its settings and writes its output; main.ts builds it from the process. */
 export interface CliContext {
@@ -26,6 +27,9 @@ export const DEFAULT_REGISTRY_URL = "http://127.0.0.1:8080";
 /** The registry's URL: --registry, else REGISTRY_URL, else the local default; without a trailing slash. */
 export function registryUrl(flag: string | undefined, context: CliContext): string {
   const given = flag ?? (context.env.REGISTRY_URL || undefined) ?? DEFAULT_REGISTRY_URL;
+  if (!/^https?:\/\//.test(given) || !URL.canParse(given)) {
+    throw new CliFailure(`"${given}" is not a registry URL (http://host:port or https://host)`, EXIT.usage);
+  }
   return given.replace(/\/+$/, "");
 }
 

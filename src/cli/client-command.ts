@@ -38,8 +38,13 @@ export async function runClientCommand(
   context: CliContext,
   body: (call: ClientCall) => Promise<number | void>,
 ): Promise<number> {
-  const registry = registryUrl(options.registry, context);
   const json = options.json === true;
+  let registry: string;
+  try {
+    registry = registryUrl(options.registry, context);
+  } catch (error) {
+    return reportFailure(error, "", json, context);
+  }
   const client = createRegistryClient({ baseUrl: registry });
   try {
     const code = await body({

@@ -172,6 +172,42 @@ describe("the publisher's flow", () => {
   });
 });
 
+describe("the kept credentials", () => {
+  it("replace an expired access token with a fresh exchange on the next write", async () => {
+    const file = join(scratch.path, "config", "credentials.json");
+    const kept = JSON.parse(await readFile(file, "utf8")) as { registries: Record<string, { accessTokens: { accessToken: string; expiresAt: string }[] }> };
+    const record = kept.registries[registry.url]!;
+    // An expired token that would also be refused if sent: the write must exchange a new one.
+    record.accessTokens = record.accessTokens.map((token) => ({ ...token, accessToken: "expired", expiresAt: "2000-01-01T00:00:00Z" }));
+    await writeFile(file, JSON.stringify(kept), { mode: 0o600 });
+
+    const manifest = join(scratch.path, "2.0.0.json");
+    await writeManifest(manifest, "2.0.0");
+    const result = await cli(["publish", manifest, "--key", keyText]);
+    expect(result.code, result.stderr).toBe(0);
+    const after = JSON.parse(await readFile(file, "utf8")) as typeof kept;
+    const tokens = after.registries[registry.url]!.accessTokens;
+    expect(tokens).toHaveLength(1);
+    expect(tokens[0]!.accessToken).not.toBe("expired");
+    expect(Date.parse(tokens[0]!.expiresAt)).toBeGreaterThan(Date.now());
+    expect((await stat(file)).mode & 0o777).toBe(0o600);
+  });
+
+  it("come from REGISTRY_ROOT_TOKEN when --root-token is not given", async () => {
+    const rootToken = await registry.rootToken(publisher.did, ["registry.publish.*"]);
+    const configDir = join(scratch.path, "xdg");
+    const result = await cli(["login", "--scopes", "registry.publish.*"], {
+      REGISTRY_ROOT_TOKEN: rootToken,
+      REGISTRY_CONFIG_DIR: undefined,
+      XDG_CONFIG_HOME: configDir,
+    });
+    expect(result.code, result.stderr).toBe(0);
+    const credentials = join(configDir, "open-registry", "credentials.json");
+    expect(result.stdout).toBe(`logged in to ${registry.url} as ${publisher.did} (registry.publish.*); credentials in ${credentials}\n`);
+    expect((await stat(credentials)).mode & 0o777).toBe(0o600);
+  });
+});
+
 describe("exit codes", () => {
   it("3 for an entry that does not exist, quoting the server", async () => {
     const result = await cli(["resolve", `did:reg:main:skill:${name}-missing`]);
@@ -208,6 +244,9 @@ describe("exit codes", () => {
     expect((await cli(["resolve"])).code).toBe(2);
     expect((await cli(["discover", "--limit", "zero"])).code).toBe(2);
     expect((await cli(["resolve", did, "--frobnicate"])).code).toBe(2);
+    const badUrl = await cli(["resolve", did, "--registry", "localhost:8080"]);
+    expect(badUrl.code).toBe(2);
+    expect(badUrl.stderr).toMatch(/is not a registry URL/);
   });
 
   it("5 when the registry cannot be reached", async () => {

@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { registryUrl, type CliContext } from "../cli-context.js";
-import { withClientOptions, type ClientOptions } from "../client-command.js";
+import { reportFailure, withClientOptions, type ClientOptions } from "../client-command.js";
 import { EXIT } from "../exit-codes.js";
 
 interface WaitOptions extends ClientOptions {
@@ -17,7 +17,13 @@ export function registerWaitCommand(program: Command, context: CliContext): void
       .description("wait until the registry is ready (GET /readyz answers 200); exit 5 if it is not within the timeout")
       .option("--timeout <duration>", "how long to wait: 30s, 500ms, 2m, or seconds", duration, 30_000),
   ).action(async (options: WaitOptions) => {
-    const registry = registryUrl(options.registry, context);
+    let registry: string;
+    try {
+      registry = registryUrl(options.registry, context);
+    } catch (error) {
+      context.exitCode = reportFailure(error, "", options.json === true, context);
+      return;
+    }
     const deadline = Date.now() + options.timeout;
     let last = "no answer yet";
     for (;;) {
