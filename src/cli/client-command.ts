@@ -74,8 +74,12 @@ export function reportFailure(error: unknown, registry: string, json: boolean, c
   if (json) {
     context.stderr(`${JSON.stringify({ error: { code: error.code, message, violations: error.violations } })}\n`);
   } else {
-    context.stderr(`registry: ${unreachable ? message : `${error.code}: ${message}`}\n`);
-    for (const { field, description } of error.violations) context.stderr(`  ${field}: ${description}\n`);
+    // The registry's message of a refused request lists its violations; each then gets its own line.
+    const listed = error.violations.map(({ field, description }) => `${field}: ${description}`);
+    const onlyViolations = listed.length > 0 && message === listed.join("; ");
+    const headline = unreachable ? message : onlyViolations ? `${error.code}:` : `${error.code}: ${message}`;
+    context.stderr(`registry: ${headline}\n`);
+    for (const line of listed) context.stderr(`  ${line}\n`);
   }
   return exitCodeOf(error.code);
 }

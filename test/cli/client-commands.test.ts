@@ -231,8 +231,8 @@ describe("exit codes", () => {
     await writeManifest(manifest, "not-semver", { entryDid: `${did}@not-semver` });
     const result = await cli(["publish", manifest, "--key", keyText]);
     expect(result.code).toBe(1);
-    expect(result.stderr).toMatch(/^registry: invalid_argument: /);
-    expect(result.stderr).toMatch(/\n {2}version: /);
+    expect(result.stderr).toMatch(/^registry: invalid_argument:\n/);
+    expect(result.stderr).toMatch(/\n {2}version: must be a SemVer/);
     const json = await cli(["publish", manifest, "--key", keyText, "--json"]);
     expect(json.code).toBe(1);
     const error = JSON.parse(json.stderr) as { error: { code: string; violations: { field: string }[] } };
