@@ -10,32 +10,49 @@ import type { CliContext } from "../cli-context.js";
 export function registerRootTokenCommand(program: Command, context: CliContext): void {
   const group = program
     .command("root-token")
-    .description("create, list or revoke root tokens on the configured database");
+    .description("create, list or revoke root tokens on the configured database")
+    .addHelpText("after", ROOT_TOKEN_NOTES);
   group
     .command("create")
     .description("create a root token; prints it, and only it, on stdout (shown this once)")
     .requiredOption("--subject <did:key>", "the publisher's DID the access tokens will carry")
     .requiredOption("--scopes <a,b>", "registry.publish.<entryType>, registry.publish.*, registry.admin (comma-separated or repeated)", collect, [])
     .option("--description <text>", "a note for whoever lists the tokens later")
-    .action(async (options: { subject: string; scopes: string[]; description?: string }) => {
+    .option("--verbose", VERBOSE_HELP)
+    .addHelpText("after", ROOT_TOKEN_NOTES)
+    .action(async (options: { subject: string; scopes: string[]; description?: string; verbose?: boolean }) => {
       const args = [`--subject=${options.subject}`, ...options.scopes.map((scope) => `--scopes=${scope}`)];
       if (options.description !== undefined) args.push(`--description=${options.description}`);
-      context.exitCode = await run(["create", ...args], context);
+      context.exitCode = await run(["create", ...args, ...verbose(options)], context);
     });
   group
     .command("list")
     .description("list the root tokens (id, subject, scopes; never the tokens)")
     .option("--json", "one JSON object per line")
-    .action(async (options: { json?: boolean }) => {
-      context.exitCode = await run(["list", ...(options.json === true ? ["--json"] : [])], context);
+    .option("--verbose", VERBOSE_HELP)
+    .action(async (options: { json?: boolean; verbose?: boolean }) => {
+      context.exitCode = await run(["list", ...(options.json === true ? ["--json"] : []), ...verbose(options)], context);
     });
   group
     .command("revoke")
     .description("revoke a root token by its id (rt_...)")
     .argument("<id>", "the root token's id, as list shows it")
-    .action(async (id: string) => {
-      context.exitCode = await run(["revoke", "--", id], context);
+    .option("--verbose", VERBOSE_HELP)
+    .action(async (id: string, options: { verbose?: boolean }) => {
+      context.exitCode = await run(["revoke", ...verbose(options), "--", id], context);
     });
+}
+
+const VERBOSE_HELP = "say on stderr whether the database or the running server's admin API was used";
+
+const ROOT_TOKEN_NOTES = `
+The token is shown this once: the registry keeps only its SHA-256 hash. The commands work on the
+database of DATABASE_URL (or REGISTRY_DATA_DIR); while a server holds the embedded database, they
+ask that server through its admin API instead (docs/operations.md).
+`;
+
+function verbose(options: { verbose?: boolean }): string[] {
+  return options.verbose === true ? ["--verbose"] : [];
 }
 
 async function run(args: string[], context: CliContext): Promise<number> {
