@@ -1,8 +1,8 @@
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
-import type { Command } from "commander";
+import { Option, type Command } from "commander";
 import { EntrySchema, EntryVersionSchema, type Entry, type EntryVersion } from "../../gen/registry/v1/entry_pb.js";
 import { RegistryClientError } from "../sdk/client-error.js";
-import { createRegistryClient } from "../sdk/node.js";
+import { createRegistryClient, type NodeTransportKind } from "../sdk/node.js";
 import type { RegistryClient } from "../sdk/registry-client.js";
 import { registryUrl, type CliContext } from "./cli-context.js";
 import { CliFailure, EXIT, exitCodeOf } from "./exit-codes.js";
@@ -11,7 +11,11 @@ import { CliFailure, EXIT, exitCodeOf } from "./exit-codes.js";
 export interface ClientOptions {
   readonly registry?: string;
   readonly json?: boolean;
+  readonly transport?: NodeTransportKind;
 }
+
+/** The protocols the SDK's Node client speaks. */
+const TRANSPORTS: readonly NodeTransportKind[] = ["connect", "connect-binary", "grpc-web", "grpc"];
 
 /** What a client command's body gets: the client, the registry's URL and how to print. */
 export interface ClientCall {
@@ -26,7 +30,8 @@ export interface ClientCall {
 export function withClientOptions(command: Command): Command {
   return command
     .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:8080)")
-    .option("--json", "print a JSON document on stdout (errors as JSON on stderr)");
+    .option("--json", "print a JSON document on stdout (errors as JSON on stderr)")
+    .addOption(new Option("--transport <protocol>", "the protocol to speak").choices(TRANSPORTS).default("connect"));
 }
 
 /**
@@ -45,7 +50,7 @@ export async function runClientCommand(
   } catch (error) {
     return reportFailure(error, "", json, context);
   }
-  const client = createRegistryClient({ baseUrl: registry });
+  const client = createRegistryClient({ baseUrl: registry, transport: options.transport });
   try {
     const code = await body({
       client,

@@ -172,6 +172,21 @@ describe("the publisher's flow", () => {
   });
 });
 
+describe("every protocol the SDK speaks", () => {
+  it.each(["connect", "connect-binary", "grpc-web", "grpc"])("resolves, pages through discover and answers not-found over %s", async (transport) => {
+    const resolved = await cli(["resolve", `${did}@1.1.0`, "--transport", transport, "--json"]);
+    expect(resolved.code, resolved.stderr).toBe(0);
+    expect(JSON.parse(resolved.stdout)).toMatchObject({ entryDid: `${did}@1.1.0`, publisherDid: publisher.did });
+
+    const found = await cli(["discover", "--tag", name, "--include-revoked", "--page-size", "2", "--all", "--transport", transport, "--json"]);
+    expect(found.code, found.stderr).toBe(0);
+    expect(JSON.parse(found.stdout).entries.map((entry: { version: string }) => entry.version)).toEqual(["1.2.0", "1.1.0", "1.0.0"]);
+
+    const missing = await cli(["resolve", `${did}-missing`, "--transport", transport]);
+    expect(missing.code).toBe(3);
+  });
+});
+
 describe("the kept credentials", () => {
   it("replace an expired access token with a fresh exchange on the next write", async () => {
     const file = join(scratch.path, "config", "credentials.json");

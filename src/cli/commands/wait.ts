@@ -1,6 +1,6 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { registryUrl, type CliContext } from "../cli-context.js";
-import { reportFailure, withClientOptions, type ClientOptions } from "../client-command.js";
+import { reportFailure, type ClientOptions } from "../client-command.js";
 import { EXIT } from "../exit-codes.js";
 
 interface WaitOptions extends ClientOptions {
@@ -11,12 +11,13 @@ const POLL_INTERVAL_MS = 200;
 
 /** `registry wait`: returns once the registry answers /readyz with 200, for scripts that start one. */
 export function registerWaitCommand(program: Command, context: CliContext): void {
-  withClientOptions(
-    program
-      .command("wait")
-      .description("wait until the registry is ready (GET /readyz answers 200); exit 5 if it is not within the timeout")
-      .option("--timeout <duration>", "how long to wait: 30s, 500ms, 2m, or seconds", duration, 30_000),
-  ).action(async (options: WaitOptions) => {
+  program
+    .command("wait")
+    .description("wait until the registry is ready (GET /readyz answers 200); exit 5 if it is not within the timeout")
+    .option("--timeout <duration>", "how long to wait: 30s, 500ms, 2m, or seconds", duration, 30_000)
+    .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:8080)")
+    .option("--json", 'print {"registry", "ready": true} on stdout')
+    .action(async (options: WaitOptions) => {
     let registry: string;
     try {
       registry = registryUrl(options.registry, context);
