@@ -1,9 +1,10 @@
+import { execFile } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodePrivateKey, keyPairFromSeed, type KeyPair } from "../../src/sdk/index.js";
-import { childEnv, freePort, runCli, temporaryDirectory } from "../support/child-processes.js";
+import { childEnv, freePort, PROJECT_ROOT, REGISTRY_BIN, runCli, temporaryDirectory } from "../support/child-processes.js";
 import { startTestRegistry, type TestRegistry } from "../support/registry-fixture.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 
@@ -221,6 +222,25 @@ describe("the kept credentials", () => {
     expect(result.stdout).toBe(`logged in to ${registry.url} as ${publisher.did} (registry.publish.*); credentials in ${credentials}\n`);
     expect((await stat(credentials)).mode & 0o777).toBe(0o600);
   });
+});
+
+/** `registry ...args` with `input` piped to its stdin. */
+function cliWithStdin(args: string[], input: string, overrides: Record<string, string | undefined>) {
+  return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+    const child = execFile(process.execPath, [REGISTRY_BIN, ...args], { env: env(overrides), cwd: PROJECT_ROOT, timeout: 60_000 }, (error, stdout, stderr) =>
+      resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr }),
+    );
+    child.stdin!.end(input);
+  });
+}
+
+it("login reads the root token from stdin when neither --root-token nor REGISTRY_ROOT_TOKEN gives one", async () => {
+  const rootToken = await registry.rootToken(publisher.did, ["registry.publish.skill"]);
+  const result = await cliWithStdin(["login", "--json"], `${rootToken}\n`, { REGISTRY_CONFIG_DIR: join(scratch.path, "stdin") });
+  expect(result.code, result.stderr).toBe(0);
+  expect(JSON.parse(result.stdout)).toMatchObject({ subject: publisher.did });
+  const kept = JSON.parse(await readFile(join(scratch.path, "stdin", "credentials.json"), "utf8"));
+  expect(kept.registries[registry.url].rootToken).toBe(rootToken);
 });
 
 describe("exit codes", () => {
