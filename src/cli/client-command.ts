@@ -1,21 +1,11 @@
 import { toJson, type JsonObject } from "@bufbuild/protobuf";
-import { Option, type Command } from "commander";
 import { EntrySchema, EntryVersionSchema, type Entry, type EntryVersion } from "../../gen/registry/v1/entry_pb.js";
 import { RegistryClientError } from "../sdk/client-error.js";
-import { createRegistryClient, type NodeTransportKind } from "../sdk/node.js";
+import { createRegistryClient } from "../sdk/node.js";
 import type { RegistryClient } from "../sdk/registry-client.js";
 import { registryUrl, type CliContext } from "./cli-context.js";
+import type { ClientOptions } from "./client-options.js";
 import { CliFailure, EXIT, exitCodeOf } from "./exit-codes.js";
-
-/** The options every command that talks to a registry takes. */
-export interface ClientOptions {
-  readonly registry?: string;
-  readonly json?: boolean;
-  readonly transport?: NodeTransportKind;
-}
-
-/** The protocols the SDK's Node client speaks. */
-const TRANSPORTS: readonly NodeTransportKind[] = ["connect", "connect-binary", "grpc-web", "grpc"];
 
 /** What a client command's body gets: the client, the registry's URL and how to print. */
 export interface ClientCall {
@@ -24,14 +14,6 @@ export interface ClientCall {
   readonly json: boolean;
   /** Prints a value as one JSON document on stdout. */
   printJson(value: unknown): void;
-}
-
-/** Adds --registry and --json to a command. */
-export function withClientOptions(command: Command): Command {
-  return command
-    .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:8080)")
-    .option("--json", "print a JSON document on stdout (errors as JSON on stderr)")
-    .addOption(new Option("--transport <protocol>", "the protocol to speak").choices(TRANSPORTS).default("connect"));
 }
 
 /**

@@ -278,6 +278,9 @@ describe("exit codes", () => {
   it("2 for a usage error", async () => {
     expect((await cli(["resolve"])).code).toBe(2);
     expect((await cli(["discover", "--limit", "zero"])).code).toBe(2);
+    const where = await cli(["discover", "--where", "tags"]);
+    expect(where.code).toBe(2);
+    expect(where.stderr).toBe(`registry: --where "tags": expected 'field op value'\n`);
     expect((await cli(["resolve", did, "--frobnicate"])).code).toBe(2);
     const badUrl = await cli(["resolve", did, "--registry", "localhost:8080"]);
     expect(badUrl.code).toBe(2);

@@ -2,7 +2,7 @@ import type { JsonValue } from "@bufbuild/protobuf";
 import type { Command } from "commander";
 import type { DiscoverConditionInput } from "../../sdk/registry-client.js";
 import type { CliContext } from "../cli-context.js";
-import { entryJson, runClientCommand, statusName, withClientOptions, type ClientOptions } from "../client-command.js";
+import { withClientOptions, type ClientOptions } from "../client-options.js";
 import { CliFailure, EXIT } from "../exit-codes.js";
 import { collectPages, withListingOptions, type ListingOptions } from "../listing.js";
 
@@ -34,8 +34,9 @@ export function registerDiscoverCommand(program: Command, context: CliContext): 
         "or --where 'status ...'. Fields and operators: docs/api.md (Discovery).",
     )
     .action(async (options: DiscoverOptions) => {
-      const conditions = conditionsOf(options);
+      const { entryJson, runClientCommand, statusName } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
+        const conditions = conditionsOf(options);
         let total = 0;
         let totalIsLowerBound = false;
         const { items, more } = await collectPages(

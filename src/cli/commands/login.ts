@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { CliContext } from "../cli-context.js";
-import { runClientCommand, withClientOptions, type ClientOptions } from "../client-command.js";
+import { withClientOptions, type ClientOptions } from "../client-options.js";
 import { credentialsPath, saveCredentials } from "../credentials-store.js";
 import { CliFailure, EXIT } from "../exit-codes.js";
 
@@ -27,6 +27,7 @@ export function registerLoginCommand(program: Command, context: CliContext): voi
         "(credentials.json, one entry per registry URL).",
     )
     .action(async (options: LoginOptions) => {
+      const { runClientCommand } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, registry, json, printJson }) => {
         const rootToken = await rootTokenOf(options, context);
         const scopes = options.scopes.split(",").map((scope) => scope.trim()).filter((scope) => scope !== "");

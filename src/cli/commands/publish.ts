@@ -3,7 +3,7 @@ import { join } from "node:path";
 import type { Command } from "commander";
 import type { EntryInput } from "../../sdk/registry-client.js";
 import type { CliContext } from "../cli-context.js";
-import { runClientCommand, withClientOptions, entryJson, type ClientOptions } from "../client-command.js";
+import { withClientOptions, type ClientOptions } from "../client-options.js";
 import { contentHashOf } from "../content-hash.js";
 import { accessTokenFor } from "../credentials-store.js";
 import { CliFailure, EXIT } from "../exit-codes.js";
@@ -29,6 +29,7 @@ export function registerPublishCommand(program: Command, context: CliContext): v
       "\npublishedAt is set to now (to the second) when the manifest has none, and publisherDid to the key's DID.",
     )
     .action(async (manifest: string, options: PublishOptions) => {
+      const { entryJson, runClientCommand } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, registry, json, printJson }) => {
         const key = await signingKeyOf(options.key, context);
         const entry = await entryOfManifest(manifest, options.content, key.did);

@@ -1,7 +1,7 @@
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { Command } from "commander";
 import type { CliContext } from "../cli-context.js";
-import { runClientCommand, withClientOptions, type ClientOptions } from "../client-command.js";
+import { withClientOptions, type ClientOptions } from "../client-options.js";
 import { collectPages, withListingOptions, type ListingOptions } from "../listing.js";
 
 /** `registry query '<QL>'`: a query-language discovery (docs/query-language.md). */
@@ -16,6 +16,7 @@ export function registerQueryCommand(program: Command, context: CliContext): voi
   )
     .addHelpText("after", "\nRevoked entries are left out unless the query mentions status. Grammar: docs/query-language.md.")
     .action(async (ql: string, options: ClientOptions & ListingOptions) => {
+      const { runClientCommand } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
         const { items, more } = await collectPages(
           async (cursor, pageSize) => {

@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { CliContext } from "../cli-context.js";
-import { entryJson, runClientCommand, withClientOptions, type ClientOptions } from "../client-command.js";
+import { withClientOptions, type ClientOptions } from "../client-options.js";
 import { accessTokenFor } from "../credentials-store.js";
 import { CliFailure, EXIT } from "../exit-codes.js";
 import { signingKeyOf, SIGNING_KEY_HELP } from "../signing-key.js";
@@ -20,6 +20,7 @@ export function registerRevokeCommand(program: Command, context: CliContext): vo
       .requiredOption("--reason <text>", "why, kept with the entry and signed")
       .option("--key <key>", SIGNING_KEY_HELP),
   ).action(async (did: string, options: RevokeOptions) => {
+    const { entryJson, runClientCommand } = await import("../client-command.js");
     context.exitCode = await runClientCommand(options, context, async ({ client, registry, json, printJson }) => {
       const entryType = did.split(":")[3];
       if (entryType === undefined || entryType === "") {

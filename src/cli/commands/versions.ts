@@ -1,6 +1,6 @@
 import type { Command } from "commander";
 import type { CliContext } from "../cli-context.js";
-import { runClientCommand, statusName, versionJson, withClientOptions, type ClientOptions } from "../client-command.js";
+import { withClientOptions, type ClientOptions } from "../client-options.js";
 
 /** `registry versions <did>`. */
 export function registerVersionsCommand(program: Command, context: CliContext): void {
@@ -10,6 +10,7 @@ export function registerVersionsCommand(program: Command, context: CliContext): 
       .description("list every version of an entry, highest first, with its status")
       .argument("<did>", "did:reg:<network>:<type>:<name> (without @version)"),
   ).action(async (did: string, options: ClientOptions) => {
+    const { runClientCommand, statusName, versionJson } = await import("../client-command.js");
     context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
       const versions = await client.versions(did);
       if (json) {

@@ -1,7 +1,7 @@
 import { InvalidArgumentError, type Command } from "commander";
 import { registryUrl, type CliContext } from "../cli-context.js";
-import { reportFailure, type ClientOptions } from "../client-command.js";
-import { EXIT } from "../exit-codes.js";
+import type { ClientOptions } from "../client-options.js";
+import { CliFailure, EXIT } from "../exit-codes.js";
 
 interface WaitOptions extends ClientOptions {
   readonly timeout: number;
@@ -22,7 +22,9 @@ export function registerWaitCommand(program: Command, context: CliContext): void
     try {
       registry = registryUrl(options.registry, context);
     } catch (error) {
-      context.exitCode = reportFailure(error, "", options.json === true, context);
+      if (!(error instanceof CliFailure)) throw error;
+      context.stderr(`registry: ${error.message}\n`);
+      context.exitCode = error.exitCode;
       return;
     }
     const deadline = Date.now() + options.timeout;
