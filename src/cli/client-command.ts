@@ -55,6 +55,12 @@ export function reportFailure(error: unknown, registry: string, json: boolean, c
     else context.stderr(`registry: ${error.message}\n`);
     return error.exitCode;
   }
+  const errno = error as NodeJS.ErrnoException;
+  if (errno instanceof Error && typeof errno.code === "string" && errno.syscall !== undefined) {
+    // A local file the command needed (the credentials file, say) could not be read or written.
+    context.stderr(`registry: ${errno.message}\n`);
+    return EXIT.refused;
+  }
   if (!(error instanceof RegistryClientError)) throw error;
   const unreachable = error.code === "unknown" && isNetworkFailure(error.cause);
   const message = unreachable ? `cannot reach the registry at ${registry} (${networkReason(error.cause)})` : error.message;

@@ -92,7 +92,10 @@ export async function main(argv: string[], context: CliContext = processContext(
 function exitCodeOfFailure(error: unknown, context: CliContext): number {
   if (error instanceof CommanderError) {
     // Help and --version end the parse this way too; every other commander error is a usage error.
-    const done = error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help" && error.exitCode === 0;
+    const done =
+      error.code === "commander.helpDisplayed" ||
+      error.code === "commander.version" ||
+      (error.code === "commander.help" && error.exitCode === 0);
     return done ? EXIT.ok : EXIT.usage;
   }
   const errno = error as NodeJS.ErrnoException & { address?: string; port?: number };
