@@ -19,8 +19,9 @@ async function serve(roleName: string | undefined): Promise<number> {
   const { createLogger, describeError } = await import("../../logger.js");
   const logger = createLogger(undefined, { level: config.logLevel });
   const { startRegistry } = await import("../../app.js");
-  const registry = await startRegistry(config, { logger });
-  await new Promise<void>((resolve) => {
+  // Listening for the signals before the server starts: a SIGTERM that arrives while it starts
+  // (its port may already answer) stops it once started, instead of killing the process outright.
+  const stopRequested = new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       // A second signal, of either kind, takes its default action: the process ends at once.
       process.off("SIGINT", stop);
@@ -31,6 +32,12 @@ async function serve(roleName: string | undefined): Promise<number> {
     process.once("SIGINT", stop);
     process.once("SIGTERM", stop);
   });
+  const registry = await startRegistry(config, { logger }).catch((error: unknown) => {
+    process.removeAllListeners("SIGINT");
+    process.removeAllListeners("SIGTERM");
+    throw error;
+  });
+  await stopRequested;
   await registry.close().catch((error: unknown) => logger.error("shutdown failed", describeError(error)));
   return 0;
 }
