@@ -1,20 +1,18 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRegistryClient, generateKeyPair, RegistryClientError, type EntryInput, type KeyPair } from "../../src/sdk/node.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
-import { startTestRegistry, type TestRegistry } from "../support/registry-fixture.js";
+import type { TestDatabase } from "../support/test-database.js";
+import { startRegistryOnFreshDatabase, startTestRegistry, type FreshRegistry, type TestRegistry } from "../support/registry-fixture.js";
 
+let fresh: FreshRegistry;
 let db: TestDatabase;
 let registry: TestRegistry;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  registry = await startTestRegistry(db.database);
+  fresh = await startRegistryOnFreshDatabase();
+  ({ db, registry } = fresh);
 });
 
-afterAll(async () => {
-  await registry?.close();
-  await db?.drop();
-});
+afterAll(() => fresh?.close());
 
 function entryFields(key: KeyPair, name: string, version: string, entryType = "skill"): EntryInput {
   return {

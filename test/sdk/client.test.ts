@@ -8,24 +8,20 @@ import {
   type NodeTransportKind,
   type RegistryClient,
 } from "../../src/sdk/node.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
-import { startTestRegistry, type TestRegistry } from "../support/registry-fixture.js";
+import { startRegistryOnFreshDatabase, type FreshRegistry, type TestRegistry } from "../support/registry-fixture.js";
 
 const TRANSPORTS: readonly NodeTransportKind[] = ["connect", "connect-binary", "grpc-web", "grpc"];
 const VERSIONS = ["1.0.0", "1.1.0", "1.2.0", "2.0.0-beta.1", "2.0.0"];
 
-let db: TestDatabase;
+let fresh: FreshRegistry;
 let registry: TestRegistry;
 
 beforeAll(async () => {
-  db = await createTestDatabase();
-  registry = await startTestRegistry(db.database);
+  fresh = await startRegistryOnFreshDatabase();
+  ({ registry } = fresh);
 });
 
-afterAll(async () => {
-  await registry?.close();
-  await db?.drop();
-});
+afterAll(() => fresh?.close());
 
 /** The publisher-set fields of `name@version`, as a caller of publish gives them. */
 function entryFields(key: KeyPair, name: string, version: string, tag: string): EntryInput {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
-import { createTestDatabase, usesPostgres, withAdmin } from "../support/test-database.js";
-import { createPublisher, startPublishingRegistry, startTestRegistry, type PublishingSetup } from "../support/registry-fixture.js";
+import { usesPostgres, withAdmin } from "../support/test-database.js";
+import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
 
 /**
  * Read routing against a real Postgres. Without a streaming replica here, a "replica" is the
@@ -48,8 +48,9 @@ describe.skipIf(!usesPostgres())("read replicas (DATABASE_READ_URL)", () => {
   };
   const metrics = async () => (await fetch(setup!.registry.running.metricsUrl)).text();
 
+  // The same database as its own replica (reachable, same cluster, never behind), under a second pool.
   it("serves resolves and discovery from the read pool (connected as registry-read) and keeps a fresh write visible to its writer", async () => {
-    setup = await startPublishingRegistryOnItsOwnReplica({ entryCacheSize: 0 });
+    setup = await startPublishingRegistry(["registry.publish.skill"], (db) => ({ entryCacheSize: 0, databaseReadUrls: [db.url!] }));
     const did = await publish("fresh-write");
     // Resolved at once by the process that wrote it: a replica that had not replayed the write
     // yet is not asked.
@@ -77,24 +78,6 @@ describe.skipIf(!usesPostgres())("read replicas (DATABASE_READ_URL)", () => {
     expect(sample(text, reads("primary", "replica-failed"))).toBeGreaterThanOrEqual(1);
     expect(sample(text, reads("primary", "replicas-resting"))).toBeGreaterThanOrEqual(2);
   });
-
-  /** A registry whose DATABASE_READ_URL is its own database: reachable, same cluster, never behind. */
-  async function startPublishingRegistryOnItsOwnReplica(overrides: Parameters<typeof startPublishingRegistry>[1]) {
-    const db = await createTestDatabase();
-    const registry = await startTestRegistry(db.database, { ...overrides, databaseReadUrls: [db.url!] });
-    const publisher = await createPublisher();
-    const token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
-    return {
-      db,
-      registry,
-      publisher,
-      token,
-      async close() {
-        await registry.close();
-        await db.drop();
-      },
-    } satisfies PublishingSetup;
-  }
 });
 
 describe("DATABASE_READ_URL configuration", () => {

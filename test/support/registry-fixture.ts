@@ -108,23 +108,34 @@ export interface PublishingSetup {
   close(): Promise<void>;
 }
 
-/** The start most test files share: a database, a registry on it, a publisher and its token. */
-export async function startPublishingRegistry(
-  scopes: readonly string[],
-  overrides: Partial<RegistryConfig> = {},
-): Promise<PublishingSetup> {
+/** Settings for a test registry, or a function of its database for those that name it (a read URL). */
+export type RegistryOverrides = Partial<RegistryConfig> | ((db: TestDatabase) => Partial<RegistryConfig>);
+
+/** A registry on a fresh test database of its own. */
+export interface FreshRegistry {
+  readonly db: TestDatabase;
+  readonly registry: TestRegistry;
+  /** Stops the registry and drops its database. */
+  close(): Promise<void>;
+}
+
+export async function startRegistryOnFreshDatabase(overrides: RegistryOverrides = {}): Promise<FreshRegistry> {
   const db = await createTestDatabase();
-  const registry = await startTestRegistry(db.database, overrides);
-  const publisher = await createPublisher();
-  const token = await registry.accessToken(publisher.did, scopes);
+  const registry = await startTestRegistry(db.database, typeof overrides === "function" ? overrides(db) : overrides);
   return {
     db,
     registry,
-    publisher,
-    token,
     async close() {
       await registry.close();
       await db.drop();
     },
   };
+}
+
+/** The start most test files share: a database, a registry on it, a publisher and its token. */
+export async function startPublishingRegistry(scopes: readonly string[], overrides: RegistryOverrides = {}): Promise<PublishingSetup> {
+  const fresh = await startRegistryOnFreshDatabase(overrides);
+  const publisher = await createPublisher();
+  const token = await fresh.registry.accessToken(publisher.did, scopes);
+  return { ...fresh, publisher, token };
 }
