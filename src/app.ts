@@ -1,6 +1,5 @@
 import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
-import { createRegistry } from "@bufbuild/protobuf";
 import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
@@ -54,7 +53,6 @@ import { createReplicaFreshness } from "./storage/replica-freshness.js";
 import type { EntryRepository } from "./entries/entry-repository.js";
 import { TokenService } from "../gen/auth/v1/token_service_pb.js";
 import { AdminService } from "../gen/auth/v1/admin_service_pb.js";
-import { BadRequestSchema, RetryInfoSchema } from "../gen/google/rpc/error_details_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { RegistryService } from "../gen/registry/v1/registry_service_pb.js";
 
@@ -153,7 +151,6 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const transcoder = createRestTranscoder({
     services,
     invoke,
-    registry: createRegistry(BadRequestSchema, RetryInfoSchema),
     maxBodyBytes: config.maxBodyBytes,
     log: logUnexpected,
   });

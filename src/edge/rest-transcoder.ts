@@ -1,5 +1,6 @@
 import {
   create,
+  createRegistry,
   fromBinary,
   getOption,
   hasOption,
@@ -14,6 +15,7 @@ import {
 } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { http } from "../../gen/google/api/annotations_pb.js";
+import { BadRequestSchema, RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import { rest_success_status } from "../../gen/registry/v1/rest_options_pb.js";
 import { InvalidArgumentError } from "../errors.js";
@@ -47,11 +49,16 @@ export interface RestRoute {
 export interface RestTranscoderOptions {
   readonly services: readonly ServedService[];
   readonly invoke: UnaryInvoker;
-  /** Resolves error detail types so they are rendered as JSON rather than base64. */
-  readonly registry: Registry;
   readonly maxBodyBytes: number;
   readonly log: ErrorLogger;
 }
+
+/**
+ * The error detail types the server attaches (field violations, retry delays), which REST error
+ * bodies render as JSON objects rather than base64, and the OpenAPI document describes.
+ */
+export const ERROR_DETAIL_TYPES: readonly DescMessage[] = [BadRequestSchema, RetryInfoSchema];
+const errorDetailRegistry = createRegistry(...ERROR_DETAIL_TYPES);
 
 /** A request that matched no route, or matched one with another HTTP method. */
 class RouteMiss extends Error {
@@ -159,7 +166,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     exchange.observation.code = codeName(error.code);
     addHeaders(headers, error.metadata);
     headers["cache-control"] = "no-store";
-    const body = Buffer.from(JSON.stringify(restErrorBody(error, options.registry)));
+    const body = Buffer.from(JSON.stringify(restErrorBody(error, errorDetailRegistry)));
     return sendBody(exchange, status ?? httpStatusOf(error.code), headers, body, "application/json", encoding);
   }
 
@@ -177,8 +184,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     throw new RouteMiss(404, `no route for ${method} ${path}`);
   }
 
-  const errorDetailTypes = [...options.registry].filter((type): type is DescMessage => type.kind === "message");
-  return { handle, routes, errorDetailTypes };
+  return { handle, routes, errorDetailTypes: ERROR_DETAIL_TYPES };
 }
 
 /** A route's path variables, or undefined when the path is not the route's; a variable that does not decode is the client's error. */

@@ -1,14 +1,12 @@
 import http from "node:http";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { createRegistry } from "@bufbuild/protobuf";
 import { type Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createRequestPipeline } from "../../src/edge/request-pipeline.js";
 import { createRestTranscoder } from "../../src/edge/rest-transcoder.js";
 import { unaryMethodsByPath, type ServedService } from "../../src/edge/served-services.js";
 import { createUnaryInvoker } from "../../src/edge/unary-invoker.js";
-import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 
 /**
  * The registry's protocol edge (request pipeline, unary invoker, REST transcoder, Connect adapter)
@@ -49,7 +47,7 @@ export async function startEdgeTestServer(
     unaryMethods: unaryMethodsByPath(services),
     adapterPaths: new Set(services.flatMap(({ service }) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
     adapter,
-    rest: createRestTranscoder({ services, invoke, registry: createRegistry(BadRequestSchema), maxBodyBytes, log }),
+    rest: createRestTranscoder({ services, invoke, maxBodyBytes, log }),
     isReady: async () => true,
     log,
   });

@@ -1,9 +1,8 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { AdminService } from "../../../gen/auth/v1/admin_service_pb.js";
 import { TokenService } from "../../../gen/auth/v1/token_service_pb.js";
-import { BadRequestSchema, RetryInfoSchema } from "../../../gen/google/rpc/error_details_pb.js";
 import { RegistryService } from "../../../gen/registry/v1/registry_service_pb.js";
-import { routesFromServices, type RestRoute } from "../rest-transcoder.js";
+import { ERROR_DETAIL_TYPES, routesFromServices, type RestRoute } from "../rest-transcoder.js";
 import { createOpenApiDocument, openApiText } from "./openapi-document.js";
 
 /**
@@ -27,7 +26,6 @@ export function roleAllRoutes(): RestRoute[] {
 
 /** The committed text: two-space JSON with a final newline, byte for byte what the server serves. */
 export function committedOpenApiText(): string {
-  // The detail types app.ts gives the transcoder to render.
-  const document = createOpenApiDocument({ routes: roleAllRoutes(), errorDetailTypes: [BadRequestSchema, RetryInfoSchema] });
+  const document = createOpenApiDocument({ routes: roleAllRoutes(), errorDetailTypes: ERROR_DETAIL_TYPES });
   return openApiText(document);
 }
