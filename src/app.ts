@@ -45,6 +45,7 @@ import { loadOrCreateSecret } from "./storage/registry-secrets.js";
 import { checkSameCluster, createWalPositions, openReadReplicas } from "./storage/read-replicas.js";
 import {
   createReadRouter,
+  createReplicaRotation,
   createReplicaRoutedDiscoveryRepository,
   createReplicaRoutedEntryRepository,
   type ReadRouterOptions,
@@ -101,7 +102,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     ]),
     entryCache: () => entryStore.stats(),
   });
-  const routing = readRouterOptions(logger, metrics);
+  const routing = readRouterOptions(replicas.length, logger, metrics);
   const entryStore = await openEntryRepository(config, { primary: database, replicas, routing }, logger, metrics);
   // Built (and TRUST_PROXY checked) at start whatever the limits; read when limiting and for
   // access lines, so with neither no request pays for resolving one.
@@ -288,8 +289,10 @@ async function openReplicas(config: RegistryConfig, primary: Database, logger: L
   return replicas;
 }
 
-function readRouterOptions(logger: Logger, metrics: RegistryMetrics): ReadRouterOptions {
+/** How reads pick among the replicas: one rotation for entries and discovery alike. */
+function readRouterOptions(replicaCount: number, logger: Logger, metrics: RegistryMetrics): ReadRouterOptions {
   return {
+    rotation: createReplicaRotation(replicaCount),
     onRead: (target, reason) => metrics.databaseRead(target, reason),
     onReplicaFailure: (replica, error) =>
       logger.warn("read replica failed; resting it and reading from the primary", { replica: replica + 1, ...describeError(error) }),

@@ -7,10 +7,42 @@ import type { PrimaryReadReason, ReplicaFreshness } from "./replica-freshness.js
 export type ReadTarget = "primary" | "replica";
 export type ReadReason = "replica" | PrimaryReadReason | "replicas-resting" | "replica-failed" | "missing-on-replica";
 
+/**
+ * Which replica reads next, round robin, and which are resting after a failure. One rotation is
+ * shared by every router over the same replicas, so a replica that failed an entry read is also
+ * passed over by discovery.
+ */
+export interface ReplicaRotation {
+  /** The index of the next replica not resting, advancing the round robin; -1 when all rest. */
+  next(): number;
+  /** Passes over `index` for a while. */
+  rest(index: number): void;
+}
+
+export function createReplicaRotation(count: number, options: { restMs?: number; now?: () => number } = {}): ReplicaRotation {
+  const restMs = options.restMs ?? 5_000;
+  const now = options.now ?? Date.now;
+  const restingUntil = Array.from({ length: count }, () => 0);
+  let next = 0;
+  return {
+    next() {
+      const at = now();
+      for (let tried = 0; tried < count; tried++) {
+        const index = next;
+        next = (next + 1) % count;
+        if (restingUntil[index]! <= at) return index;
+      }
+      return -1;
+    },
+    rest(index) {
+      restingUntil[index] = now() + restMs;
+    },
+  };
+}
+
 export interface ReadRouterOptions {
-  /** How long a replica that failed to answer is passed over before it is tried again. */
-  readonly restMs?: number;
-  readonly now?: () => number;
+  /** The replicas' rotation; by default one of the router's own, resting a failed replica 5 s. */
+  readonly rotation?: ReplicaRotation;
   /** Told where each read went and why. */
   readonly onRead?: (target: ReadTarget, reason: ReadReason) => void;
   /** Told when a replica failed and was put to rest; the read was retried on the primary. */
@@ -38,23 +70,9 @@ export interface ReadOptions<T> {
 }
 
 export function createReadRouter<R>(primary: R, replicas: readonly R[], options: ReadRouterOptions = {}): ReadRouter<R> {
-  const restMs = options.restMs ?? 5_000;
-  const now = options.now ?? Date.now;
+  const rotation = options.rotation ?? createReplicaRotation(replicas.length);
   const onRead = options.onRead ?? (() => {});
   const onReplicaFailure = options.onReplicaFailure ?? (() => {});
-  const restingUntil = replicas.map(() => 0);
-  let next = 0;
-
-  /** The index of the next replica not resting, advancing the round robin; -1 when all rest. */
-  function nextReplica(): number {
-    const at = now();
-    for (let tried = 0; tried < replicas.length; tried++) {
-      const index = next;
-      next = (next + 1) % replicas.length;
-      if (restingUntil[index]! <= at) return index;
-    }
-    return -1;
-  }
 
   async function onPrimary<T>(read: (repository: R) => Promise<T>, reason: ReadReason): Promise<T> {
     onRead("primary", reason);
@@ -65,7 +83,7 @@ export function createReadRouter<R>(primary: R, replicas: readonly R[], options:
     primary,
     async read(read, primaryReason, readOptions) {
       if (primaryReason !== undefined) return onPrimary(read, primaryReason);
-      const index = nextReplica();
+      const index = rotation.next();
       if (index < 0) return onPrimary(read, "replicas-resting");
       onRead("replica", "replica");
       try {
@@ -73,7 +91,7 @@ export function createReadRouter<R>(primary: R, replicas: readonly R[], options:
         return readOptions?.askPrimaryIf?.(answer) === true ? await onPrimary(read, "missing-on-replica") : answer;
       } catch (error) {
         if (!(error instanceof UnavailableError)) throw error;
-        restingUntil[index] = now() + restMs;
+        rotation.rest(index);
         onReplicaFailure(index, error);
         return onPrimary(read, "replica-failed");
       }
