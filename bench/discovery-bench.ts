@@ -11,11 +11,10 @@
  */
 import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
-import { createCursorCodec } from "../src/domain/page-cursor.js";
-import { checkQuery } from "../src/domain/query-language/columns.js";
-import { parseQuery } from "../src/domain/query-language/parser.js";
-import { planDiscovery, type DiscoveryPlan } from "../src/discovery/discovery-plan.js";
-import { structuredQuery, type StructuredCondition } from "../src/discovery/structured-conditions.js";
+import { createCursorCodec } from "../src/discovery/page-cursor.js";
+import type { DiscoveryPlan } from "../src/discovery/discovery-plan.js";
+import { planRequest } from "../src/discovery/discovery-service.js";
+import type { StructuredCondition } from "../src/discovery/structured-conditions.js";
 import { migrateToLatest, openDatabase } from "../src/storage/database.js";
 import { buildCountQuery, buildPageQuery } from "../src/storage/knex-discovery-repository.js";
 import { createBenchDatabase, type BenchDatabase } from "./bench-database.js";
@@ -33,11 +32,11 @@ export interface DiscoveryBenchOptions {
   readonly say: (text: string) => void;
 }
 
-interface QueryShape {
-  readonly name: string;
-  readonly endpoint: "discover" | "query";
-  readonly body: Record<string, unknown>;
-}
+/** A request as its REST body is written: structured conditions or query text. */
+type QueryShape = { readonly name: string } & (
+  | { readonly endpoint: "discover"; readonly body: { readonly entryType?: string; readonly conditions: readonly StructuredCondition[] } }
+  | { readonly endpoint: "query"; readonly body: { readonly query: string } }
+);
 
 /** The shapes the issue names, with values the loader makes common or rare on purpose. */
 export const QUERY_SHAPES: readonly QueryShape[] = [
@@ -160,14 +159,11 @@ async function walkTo(shape: QueryShape, context: ShapeContext): Promise<string>
   return cursor;
 }
 
-/** The same plan the server makes for this request (the plan modules are pure). */
+/** The plan the server makes for this request, made by the service's own planning function (it is pure). */
 function planOf(shape: QueryShape): DiscoveryPlan {
-  if (shape.endpoint === "discover") {
-    const body = shape.body as { entryType?: string; conditions: StructuredCondition[] };
-    return planDiscovery("discover", structuredQuery({ entryType: body.entryType ?? "", conditions: body.conditions }), "entry");
-  }
-  const checked = checkQuery(parseQuery((shape.body as { query: string }).query));
-  return planDiscovery("query", checked.query, checked.selected);
+  // As the REST edge reads the body: an absent entryType is the empty string.
+  if (shape.endpoint === "discover") return planRequest("discover", { entryType: "", ...shape.body });
+  return planRequest("query", shape.body);
 }
 
 async function explain(knex: Knex, query: Knex.QueryBuilder): Promise<string> {

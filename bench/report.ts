@@ -1,4 +1,5 @@
 /** The benchmark's figures, its targets, and their rendering as a console table and as Markdown. */
+import type { FeedFigures, ReplayFigures } from "./feed-bench.js";
 import type { CreateLoadResult } from "./http-load.js";
 import type { H2loadResult } from "./h2load.js";
 import type { ProtocolRow } from "./protocol-rows.js";
@@ -33,6 +34,8 @@ export interface Figures {
   readonly resolves: readonly ResolveRowFigures[];
   readonly creates: readonly CreateFigures[];
   readonly rss: { readonly peakMb: number; readonly medianMb: number; readonly samples: number };
+  /** The change feed part (bench/feed-bench.ts), when it ran. */
+  readonly feed?: FeedFigures;
 }
 
 export const TARGETS = {
@@ -47,6 +50,12 @@ export const TARGETS = {
   /** Standing targets from the first speed requirement. */
   restCreatesPerSecond: 1_000,
   rssMb: 250,
+  /** Change feed (issue 11): replay over REST pages or the stream, records a second. */
+  feedReplayPerSecond: 20_000,
+  /** Change feed (issue 11): p99 from a change's commit to its delivery to a live watcher. */
+  feedLagP99Ms: 100,
+  /** Change feed (issue 11): creates a second with every create appending to the log. */
+  createsWithLogPerSecond: 1_000,
 } as const;
 
 export interface MachineInfo {
@@ -190,8 +199,9 @@ export function verdicts(f: Figures): Verdict[] {
     const r = summariseCreates(restCreates);
     out.push({ target: `REST creates >= ${n(TARGETS.restCreatesPerSecond)}/s (standing)`, measured: n(r.perSecond), pass: r.perSecond >= TARGETS.restCreatesPerSecond });
   }
+  out.push(...feedVerdicts(f));
   const notOk = [...f.resolves.map(summariseResolve), ...f.creates.map(summariseCreates)].filter((s) => s.notOk > 0);
-  out.push({
+  if (f.resolves.length + f.creates.length > 0) out.push({
     target: "every request answered successfully (resolves 2xx with a whole body, creates created)",
     measured: notOk.length === 0 ? "all" : notOk.map((s) => `${s.label}: ${n(s.notOk)} not OK`).join("; "),
     pass: notOk.length === 0,
@@ -227,25 +237,107 @@ export function renderTable(f: Figures): string {
   const line = (row: TableRow) =>
     keys.map((key, i) => (NUMERIC.includes(key) ? row[key].padStart(widths[i]!) : row[key].padEnd(widths[i]!))).join("  ").trimEnd();
   const targets = verdicts(f).map((v) => `${verdictText(v).padEnd(4)}  ${v.target}: ${v.measured}`);
-  return [line(HEADERS), widths.map((w) => "-".repeat(w)).join("  "), ...all.slice(1).map(line), "", "Targets:", ...targets].join("\n");
+  const protocols = all.length === 1 ? [] : [line(HEADERS), widths.map((w) => "-".repeat(w)).join("  "), ...all.slice(1).map(line), ""];
+  const feed = f.feed === undefined ? [] : feedTables(f.feed).flatMap((table) => [...consoleTable(table), ""]);
+  return [...protocols, ...feed, "Targets:", ...targets].join("\n");
 }
 
 /** The generated part of docs/performance.md's protocol section. */
 export function renderMarkdown(f: Figures, date: string, machine: MachineInfo, config: { runs: number; durationSeconds: number; warmupSeconds: number }): string {
-  const pressure = [...f.resolves, ...f.creates].flatMap((row) => row.runs.map((r) => r.usage.cpuPressurePercent)).filter(Number.isFinite);
+  const feedPressure = f.feed === undefined ? [] : [...f.feed.replays.flatMap((replay) => replay.runs.map((r) => r.usage.cpuPressurePercent)), f.feed.live.usage.cpuPressurePercent];
+  const pressure = [...[...f.resolves, ...f.creates].flatMap((row) => row.runs.map((r) => r.usage.cpuPressurePercent)), ...feedPressure].filter(Number.isFinite);
   const keys = Object.keys(HEADERS) as (keyof TableRow)[];
   const row = (r: TableRow) => `| ${keys.map((key) => r[key]).join(" | ")} |`;
   const commands = f.resolves.map((r) => `${r.label}:\n  ${r.command}`).join("\n");
   return [
     `Code ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` plus uncommitted changes to ${machine.code.uncommitted.join(", ")}`}, ENTRY_CACHE_SIZE ${machine.entryCacheSize}. Run of ${date.slice(0, 10)} on a ${machine.cpus}-core shared machine (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}, ${machine.h2load}; 1/5/15-minute load average at the start ${machine.loadAverageAtStart.join(" / ")}; CPU pressure during the runs ${n(Math.min(...pressure))}-${n(Math.max(...pressure))}%. Medians of ${config.runs} run${config.runs === 1 ? "" : "s"} of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up each).`,
-    "",
-    row(HEADERS),
-    `| ${keys.map((key) => (NUMERIC.includes(key) ? "---:" : "---")).join(" | ")} |`,
-    ...tableRows(f).map(row),
+    ...(f.resolves.length + f.creates.length === 0 ? [] : ["", row(HEADERS), `| ${keys.map((key) => (NUMERIC.includes(key) ? "---:" : "---")).join(" | ")} |`, ...tableRows(f).map(row)]),
+    ...(f.feed === undefined ? [] : feedTables(f.feed).flatMap((table) => ["", ...markdownTable(table)])),
     "",
     "| Target | Measured | Result |",
     "| --- | --- | --- |",
     ...verdicts(f).map((v) => `| ${v.target.replace(">=", "≥").replace("<=", "≤")} | ${v.measured} | ${verdictText(v)} |`),
     ...(f.resolves.length === 0 ? [] : ["", "<details><summary>h2load command lines</summary>", "", "```text", commands, "```", "", "</details>"]),
   ].join("\n");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The change feed part (bench/feed-bench.ts): its tables and its targets.
+
+/** A table as text cells; columns listed in `numeric` are right-aligned. */
+interface TextTable {
+  readonly header: readonly string[];
+  readonly rows: readonly (readonly string[])[];
+  readonly numeric: ReadonlySet<number>;
+}
+
+const replayPerSecond = (replay: ReplayFigures) => median(replay.runs.map((r) => r.result.recordsPerSecond));
+
+function feedTables(feed: FeedFigures): TextTable[] {
+  const replays: TextTable = {
+    header: ["Change feed replay", "records/s", "server CPU µs/record", "Postgres CPU %", "runs (records/s)"],
+    rows: feed.replays.map((replay) => [
+      `${replay.label} (${n(feed.logRecords)} records)`,
+      n(replayPerSecond(replay)),
+      n(median(replay.runs.map((r) => cpuMicrosPerRequest(r.usage.serverCpuPercent, r.result.recordsPerSecond)))),
+      n(median(replay.runs.map((r) => r.usage.postgresCpuPercent))),
+      replay.runs.map((r) => n(r.result.recordsPerSecond)).join(" / "),
+    ]),
+    numeric: new Set([1, 2, 3]),
+  };
+  const live = feed.live;
+  const lag: TextTable = {
+    header: ["Change feed live", "lag p50 ms", "lag p99 ms", "lag max ms", "arrived", "in index order, no gap", "create p99 ms", "bench event-loop delay p99 ms"],
+    rows: [[live.label, n(live.lagP50Ms, 1), n(live.lagP99Ms, 1), n(live.lagMaxMs, 1), `${n(live.arrived)} of ${n(live.sent)}`, live.problems.length === 0 ? "yes" : "NO", n(live.createP99Ms, 1), n(live.clientLoopDelayP99Ms, 1)]],
+    numeric: new Set([1, 2, 3, 4, 6, 7]),
+  };
+  return [replays, lag];
+}
+
+function consoleTable(table: TextTable): string[] {
+  const all = [table.header, ...table.rows];
+  // The runs column is left out of the console, as in the protocol table: the run lines show them.
+  const columns = table.header.map((_, i) => i).filter((i) => !table.header[i]!.startsWith("runs"));
+  const widths = columns.map((column) => Math.max(...all.map((row) => row[column]!.length)));
+  const line = (row: readonly string[]) =>
+    columns.map((column, i) => (table.numeric.has(column) ? row[column]!.padStart(widths[i]!) : row[column]!.padEnd(widths[i]!))).join("  ").trimEnd();
+  return [line(table.header), widths.map((w) => "-".repeat(w)).join("  "), ...table.rows.map(line)];
+}
+
+function markdownTable(table: TextTable): string[] {
+  return [
+    `| ${table.header.join(" | ")} |`,
+    `| ${table.header.map((_, i) => (table.numeric.has(i) ? "---:" : "---")).join(" | ")} |`,
+    ...table.rows.map((row) => `| ${row.join(" | ")} |`),
+  ];
+}
+
+function feedVerdicts(f: Figures): Verdict[] {
+  const feed = f.feed;
+  if (feed === undefined) return [];
+  const replays = feed.replays.map((replay) => ({ label: replay.key === "rest" ? "REST pages" : "stream", perSecond: replayPerSecond(replay) }));
+  const best = Math.max(...replays.map((r) => r.perSecond));
+  const live = feed.live;
+  const delivered = live.problems.length === 0 && live.arrived === live.created && live.created === live.sent;
+  const restCreates = f.creates.find((c) => c.key === "rest");
+  const creates = restCreates === undefined ? undefined : summariseCreates(restCreates);
+  return [
+    {
+      target: `change feed replay >= ${n(TARGETS.feedReplayPerSecond)} records/s (REST pages or the stream)`,
+      measured: `${replays.map((r) => `${r.label} ${n(r.perSecond)}/s`).join(", ")} (median of ${feed.replays[0]?.runs.length ?? 0}, ${n(feed.logRecords)} records)`,
+      pass: best >= TARGETS.feedReplayPerSecond,
+    },
+    {
+      target: `change feed live lag p99 <= ${TARGETS.feedLagP99Ms} ms, every change delivered in index order with no gap`,
+      measured: `p99 ${n(live.lagP99Ms, 1)} ms (p50 ${n(live.lagP50Ms, 1)}, max ${n(live.lagMaxMs, 1)}) over ${n(live.sent)} creates at ${n(live.rate)}/s; ${n(live.arrived)} of ${n(live.sent)} arrived${live.problems.length === 0 ? " in index order, no gap" : `: ${live.problems.join("; ")}`}`,
+      pass: live.lagP99Ms <= TARGETS.feedLagP99Ms && delivered,
+    },
+    creates === undefined
+      ? { target: `creates with the change log on >= ${n(TARGETS.createsWithLogPerSecond)}/s`, measured: "not measured in this run: the creates part measures it (every create appends to the log)", pass: undefined }
+      : {
+          target: `creates with the change log on >= ${n(TARGETS.createsWithLogPerSecond)}/s`,
+          measured: `${n(creates.perSecond)}/s, the REST creates row (every create appends to the log)`,
+          pass: creates.perSecond >= TARGETS.createsWithLogPerSecond,
+        },
+  ];
 }

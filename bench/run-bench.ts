@@ -3,10 +3,13 @@
  * generator (h2load), against bare node:http and node:http2 floors on the same machine, plus
  * creates over REST and gRPC. See docs/performance.md for the method.
  *
- *   npm run bench                      resolves on every protocol and creates (about 4-5 minutes)
+ *   npm run bench                      resolves on every protocol, creates and the change feed
+ *                                      (about 5-6 minutes)
  *   npm run bench -- --quick           1 run of each, 3 s each: a smoke test, not figures to quote
- *   npm run bench -- --only PARTS      a comma-separated choice of parts: resolve, creates,
- *                                      discovery (about 6 minutes on its own), all; or single
+ *   npm run bench -- --only PARTS      a comma-separated choice of parts: resolve, creates, feed
+ *                                      (bench/feed-bench.ts: replay and live lag of the change
+ *                                      log, after the creates when both run), discovery (about 6
+ *                                      minutes on its own), all; or single
  *                                      rows: rest, connect-json-h1, connect-json-h2c,
  *                                      connect-proto-h1, connect-proto-h2c, grpc-web-h1,
  *                                      grpc-web-h2c, grpc, floor-http, floor-http2, create-rest,
@@ -19,13 +22,15 @@
  *                                      for the Redis store
  *   BENCH_SERVER_NODE_ARGS=--trace-gc npm run bench   extra node flags for the server process
  *
- * A full run (all resolve rows and creates, 3 runs or more, no --quick, --profile or rate limit)
- * writes its table into docs/performance.md; other runs only print it. Figures go to
+ * A full run (all resolve rows, creates and feed, 3 runs or more, no --quick, --profile or rate
+ * limit) writes its table into docs/performance.md; other runs only print it. Figures go to
  * bench/results/latest.json (profiles to bench/results/profiles/ and profile-latest.json); the
  * children's and h2load's output to bench/results/bench.log.
  *
  * Options: --runs N, --duration S, --warmup S, --h1-connections N, --h2-connections N,
- * --h2-streams N, --create-connections N, --create-pool N. DATABASE_URL names the Postgres server
+ * --h2-streams N, --create-connections N, --create-pool N, --feed-records N (publish first until the
+ * log holds N records; 20,000), --feed-live N (entries the live writer publishes; 2,000, 1,000 with
+ * --quick), --feed-rate R (their rate a second; 200). DATABASE_URL names the Postgres server
  * (admin URL; default postgres://postgres@127.0.0.1:5432/test); a fresh database is created and
  * dropped.
  */
@@ -57,6 +62,7 @@ import {
   type Run,
 } from "./report.js";
 import { renderDiscoveryMarkdown, renderDiscoveryTable, runDiscoveryBench } from "./discovery-bench.js";
+import { runFeedBench } from "./feed-bench.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -74,6 +80,9 @@ const { values: args } = parseArgs({
     "with-rate-limit": { type: "boolean" },
     "rate-limit-redis": { type: "string" },
     "discovery-entries": { type: "string" },
+    "feed-records": { type: "string" },
+    "feed-live": { type: "string" },
+    "feed-rate": { type: "string" },
   },
 });
 const quick = args.quick === true;
@@ -105,29 +114,37 @@ const DISCOVERY = {
   p95TargetMs: 25,
 };
 
+const FEED = {
+  minRecords: Number(args["feed-records"] ?? 20_000),
+  liveCount: Number(args["feed-live"] ?? (quick ? 1_000 : 2_000)),
+  liveRate: Number(args["feed-rate"] ?? 200),
+};
+
 // ---------------------------------------------------------------------------------------------
 // What to run: --only names parts or single rows.
 
 const CREATE_KEYS = ["create-rest", "create-grpc"] as const;
 type CreateKey = (typeof CREATE_KEYS)[number];
 const selection = (() => {
-  const names = (args.only ?? "resolve,creates").split(",").map((name) => name.trim()).filter((name) => name !== "");
+  const names = (args.only ?? "resolve,creates,feed").split(",").map((name) => name.trim()).filter((name) => name !== "");
   const rows = new Set<ResolveRowKey>();
   const creates = new Set<CreateKey>();
   let discovery = false;
+  let feed = false;
   for (const name of names) {
     if (name === "all" || name === "resolve") RESOLVE_ROW_KEYS.forEach((key) => rows.add(key));
     if (name === "all" || name === "creates") CREATE_KEYS.forEach((key) => creates.add(key));
     if (name === "all" || name === "discovery") discovery = true;
+    if (name === "all" || name === "feed") feed = true;
     if ((RESOLVE_ROW_KEYS as readonly string[]).includes(name)) rows.add(name as ResolveRowKey);
     else if ((CREATE_KEYS as readonly string[]).includes(name)) creates.add(name as CreateKey);
-    else if (!["all", "resolve", "creates", "discovery"].includes(name)) {
-      throw new Error(`--only: unknown part ${name}; parts are all, resolve, creates, discovery, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS].join(", ")}`);
+    else if (!["all", "resolve", "creates", "feed", "discovery"].includes(name)) {
+      throw new Error(`--only: unknown part ${name}; parts are all, resolve, creates, feed, discovery, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS].join(", ")}`);
     }
   }
   if (rows.size > 0) rows.add("rest");
-  const complete = rows.size === RESOLVE_ROW_KEYS.length && creates.size === CREATE_KEYS.length;
-  return { rows, creates, discovery, complete };
+  const complete = rows.size === RESOLVE_ROW_KEYS.length && creates.size === CREATE_KEYS.length && feed;
+  return { rows, creates, discovery, feed, complete };
 })();
 
 // Children are started with paths relative to the repository root.
@@ -544,11 +561,11 @@ async function main(): Promise<void> {
   say(`  code: ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` with uncommitted changes to ${machine.code.uncommitted.join(", ")}`}; ENTRY_CACHE_SIZE ${machine.entryCacheSize}`);
   say(`  ${config.runs} run(s) of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up) each; HTTP/1.1 ${config.concurrency.h1Connections} connections, h2c ${config.concurrency.h2Connections} connections x ${config.concurrency.h2Streams} streams, creates ${config.createConnections} in flight; child logs in ${LOG}`);
 
-  if (selection.rows.size > 0 || selection.creates.size > 0) await protocolPhases(machine, started);
+  if (selection.rows.size > 0 || selection.creates.size > 0 || selection.feed) await protocolPhases(machine, started);
   if (selection.discovery && args.profile !== true) await discoveryPhase(machine);
 }
 
-/** Resolves on every protocol against the floors, creates over REST and gRPC, memory. */
+/** Resolves on every protocol against the floors, creates over REST and gRPC, memory, then the change feed. */
 async function protocolPhases(machine: MachineInfo, started: number): Promise<void> {
   database = await createBenchDatabase(adminUrl);
   say(`  database ${database.name}`);
@@ -595,7 +612,9 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
   }
 
   say("");
-  const figures = await measure(servers, rows, seeded, did);
+  const measured = await measure(servers, rows, seeded, did);
+  // After the creates, so the log holds the seed plus every create of the create runs.
+  const figures = selection.feed ? { ...measured, feed: await feedPart(registry, seeded) } : measured;
   const date = new Date().toISOString();
   const report = {
     date,
@@ -618,9 +637,25 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
     writeDocsSection(markdown);
     say(`\nwrote the table into ${relative(ROOT, DOCS)}`);
   } else {
-    say(`\n(not written to ${relative(ROOT, DOCS)}: only a full run of every row and both creates, 3 runs or more, without --quick or a rate limit, is)`);
+    say(`\n(not written to ${relative(ROOT, DOCS)}: only a full run of every row, both creates and the feed, 3 runs or more, without --quick or a rate limit, is)`);
   }
   say(`wrote ${join(RESULTS, "latest.json")} (${report.elapsedSeconds} s)`);
+}
+
+/** The change feed's replays and live lag against the registry under test (bench/feed-bench.ts). */
+async function feedPart(registry: Server, seeded: Seeded) {
+  say("");
+  return runFeedBench({
+    url: registry.url,
+    serverPid: registry.child.pid,
+    databaseName: database!.name,
+    publisher: seeded.publisher,
+    // A fresh token: the seed's may be minutes old by now.
+    accessToken: await issueAccessToken(registry, seeded.rootToken),
+    runs: config.runs,
+    ...FEED,
+    say,
+  });
 }
 
 const DOCS_START = "<!-- bench:protocols:start (written by npm run bench) -->";

@@ -3,21 +3,21 @@ import type { AddressInfo } from "node:net";
 import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
-import { createKnexAuthRepository } from "./auth/auth-repository.js";
+import { createKnexAuthRepository } from "./storage/knex-auth-repository.js";
 import { createTokenIssuer } from "./auth/token-issuer.js";
 import { createAdminCredentialVerifier, generateAdminCredential, type AdminCredentialVerifier } from "./auth/admin-credential.js";
 import { createRootTokenAdmin } from "./auth/root-token-admin.js";
 import { ConfigError, type RegistryConfig } from "./config.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
-import { createCursorCodec } from "./domain/page-cursor.js";
+import { createCursorCodec } from "./discovery/page-cursor.js";
 import { createErrorMappingInterceptor, streamDecodeErrorInterceptor } from "./edge/error-mapping.js";
 import { contextValuesFor, createClientAddressResolver } from "./edge/client-address.js";
 import { createRateLimitInterceptor, createWriteLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
 import { ADDRESS_LIMITS } from "./edge/method-policies.js";
 import { createMemoryBucketStore, type BucketStore } from "./rate-limits/bucket-store.js";
-import { createPostgresBucketStore } from "./rate-limits/postgres-bucket-store.js";
-import { createRedisBucketStore } from "./rate-limits/redis-bucket-store.js";
+import { createPostgresBucketStore } from "./storage/postgres-bucket-store.js";
+import { createRedisBucketStore } from "./storage/redis-bucket-store.js";
 import { createRateLimiter, type RateLimiter, type RateLimitPolicyLimits } from "./rate-limits/rate-limiter.js";
 import { createHealthService } from "./edge/health-service.js";
 import { createProtocolServer } from "./edge/protocol-server.js";
@@ -38,6 +38,20 @@ import { removeAdminCredential, writeAdminCredential } from "./storage/admin-cre
 import { describeError, type Logger } from "./logger.js";
 import { migrateToLatest, openDatabase, pendingMigrations, type Database, type DatabaseOptions } from "./storage/database.js";
 import { createLocalChangeFeed, createPostgresChangeFeed } from "./storage/change-feed.js";
+import { createKnexChangeLog } from "./storage/knex-change-log.js";
+import type { ChangeFeed } from "./storage/entry-cache.js";
+import { createChangeLogService, type ChangeLogService } from "./changes/change-log-service.js";
+import { createChangeStream } from "./edge/change-stream.js";
+import { createLogIntegrator } from "./changes/log-integrator.js";
+import { createTransparencyService } from "./changes/transparency-service.js";
+import { createTransparencyLogServiceImpl } from "./edge/transparency-log-handlers.js";
+import { createLogFiles, type LogFiles } from "./edge/log-files.js";
+import { createKnexTreeStore } from "./storage/knex-tree-store.js";
+import { openLogSigner } from "./storage/log-signing-key.js";
+import { nodeMerkleHasher, nodeSha256 } from "./transparency/node-merkle-hasher.js";
+import { verifierKeyText } from "./transparency/signed-note.js";
+import { createLogGrowth } from "./changes/log-growth.js";
+import { createChangeFeedServiceImpl } from "./edge/change-feed-handlers.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
 import { createKnexDiscoveryRepository } from "./storage/knex-discovery-repository.js";
@@ -56,6 +70,8 @@ import { TokenService } from "../gen/auth/v1/token_service_pb.js";
 import { AdminService } from "../gen/auth/v1/admin_service_pb.js";
 import { Health } from "../gen/grpc/health/v1/health_pb.js";
 import { RegistryService } from "../gen/registry/v1/registry_service_pb.js";
+import { ChangeFeedService } from "../gen/registry/v1/change_feed_service_pb.js";
+import { TransparencyLogService } from "../gen/registry/v1/transparency_log_service_pb.js";
 
 /** How long streams may run on after shutdown begins. */
 const STREAM_DRAIN_MS = 1_000;
@@ -113,7 +129,14 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const limitWrite = limiter?.policies.has("writes") ? createWriteLimit(limiter) : undefined;
   const adminCredential = adminApiOn ? generateAdminCredential() : undefined;
   const adminVerifier = adminCredential === undefined ? undefined : createAdminCredentialVerifier(adminCredential);
-  const services = await createServices(config, { primary: database, replicas, routing }, entryStore.repository, limitWrite, adminVerifier);
+  const { services, close: closeServices, quiesce, changeFeed, logFiles } = await createServices(
+    config,
+    { primary: database, replicas, routing },
+    { repository: entryStore.repository, feed: entryStore.feed },
+    limitWrite,
+    adminVerifier,
+    logger,
+  );
   const addressLimits = ADDRESS_LIMITS.filter(({ policy }) => limiter?.policies.has(policy));
   // The limiter runs first (outermost): a refused call costs nothing more, and its headers reach
   // every answer, errors (already mapped to Connect errors) included.
@@ -166,6 +189,11 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       adapterPaths: new Set(rpcServices.flatMap((service) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
       adapter,
       rest: transcoder,
+      logFiles,
+      changeStream:
+        changeFeed === undefined
+          ? undefined
+          : createChangeStream({ feed: changeFeed, shutdownSignal: shutdown.signal, keepAliveMs: SSE_KEEP_ALIVE_MS, log: logUnexpected }),
       isReady,
       log: logUnexpected,
       observer: createCallObserver({
@@ -186,6 +214,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     await tracing?.close();
     shutdown.abort();
     await limiter?.close();
+    await closeServices();
     await entryStore.close();
     await Promise.all(replicas.map((replica) => replica.close()));
     if (options.database === undefined) await database.close();
@@ -228,6 +257,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     metricsUrl,
     database,
     async close() {
+      // Background work (integrating the transparency log) would take event-loop time from draining.
+      quiesce();
       // First, so no CLI picks up the credential of a server that is going away.
       await removeOwnAdminCredential();
       // In-flight unary calls finish normally; streams that never end by themselves (health
@@ -399,18 +430,19 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
   const { primary: database, replicas } = databases;
   const primary = createKnexEntryRepository(database.knex);
   const cached = config.entryCacheSize > 0 && config.role !== "auth";
-  if (!cached && replicas.length === 0) {
-    return { repository: primary, stats: () => ({ entries: 0, bytes: 0 }), close: async () => {} };
-  }
+  // Other processes' writes, on Postgres: for the cache, the replica routing and the change log's watchers.
   const feed =
-    database.url !== undefined
+    database.url !== undefined && config.role !== "auth"
       ? await createPostgresChangeFeed({
           databaseUrl: database.url,
           connectTimeoutMs: config.databaseConnectTimeoutMs,
           heartbeatMs: config.entryCacheHeartbeatMs,
-          onError: (error) => logger.error("entry change feed lost; caching paused", describeError(error)),
+          onError: (error) => logger.error("change notifications lost; caching paused and change watchers poll", describeError(error)),
         })
       : createLocalChangeFeed();
+  if (!cached && replicas.length === 0) {
+    return { repository: primary, feed, stats: () => ({ entries: 0, bytes: 0 }), close: () => feed.close() };
+  }
   let repository = primary;
   let closeFreshness = () => {};
   if (replicas.length > 0) {
@@ -426,6 +458,7 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
   if (!cached) {
     return {
       repository,
+      feed,
       stats: () => ({ entries: 0, bytes: 0 }),
       close: async () => {
         closeFreshness();
@@ -440,6 +473,7 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
   });
   return {
     repository: cache as EntryRepository,
+    feed,
     stats: () => ({ entries: cache.size, bytes: cache.bytes }),
     close: async () => {
       closeFreshness();
@@ -452,12 +486,21 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
 async function createServices(
   config: RegistryConfig,
   databases: Databases,
-  entryRepository: EntryRepository,
+  entryStore: { readonly repository: EntryRepository; readonly feed: ChangeFeed },
   limitWrite: WriteLimit | undefined,
   adminCredential: AdminCredentialVerifier | undefined,
-): Promise<ServedService[]> {
+  logger: Logger,
+): Promise<{
+  services: ServedService[];
+  /** Stops background work at the start of a shutdown, so the event loop drains requests. */
+  quiesce(): void;
+  close(): Promise<void>;
+  changeFeed?: ChangeLogService;
+  logFiles?: LogFiles;
+}> {
   const { primary: database, replicas } = databases;
   const services: ServedService[] = [];
+  const none = { services, quiesce: () => {}, close: async () => {} };
   const authRepository = createKnexAuthRepository(database.knex);
   const issuer =
     config.role === "registry" ? undefined : createTokenIssuer({ repository: authRepository, config });
@@ -468,7 +511,9 @@ async function createServices(
       services.push(servedService(AdminService, createAdminServiceImpl(adminCredential, admin)));
     }
   }
-  if (config.role === "auth") return services;
+  if (config.role === "auth") return none;
+  const log = await openChangeAndTransparencyLogs(config, database, entryStore.feed, logger);
+  const entryRepository = hintingWrites(entryStore.repository, log.hintWrite);
   const verifier = createAccessTokenVerifier({
     issuer: config.authUrl,
     audience: config.tokenAudience,
@@ -497,5 +542,75 @@ async function createServices(
     limitWrite,
   });
   services.push(servedService(RegistryService, impl));
-  return services;
+  services.push(servedService(ChangeFeedService, createChangeFeedServiceImpl(log.changeFeed)));
+  services.push(servedService(TransparencyLogService, createTransparencyLogServiceImpl(log.transparency, log.key)));
+  return { services, quiesce: log.quiesce, close: log.close, changeFeed: log.changeFeed, logFiles: log.files };
+}
+
+/**
+ * The change log's feed and the transparency log over it: one size watcher for this process's
+ * streams (woken by its own writes and by other processes' notifications), the integrator that
+ * grows the tree and signs checkpoints, and the proofs and tiles read from it.
+ */
+async function openChangeAndTransparencyLogs(config: RegistryConfig, database: Database, notifications: ChangeFeed, logger: Logger) {
+  const changeLog = createKnexChangeLog(database.knex);
+  const growth = createLogGrowth({ readSize: () => changeLog.size(), pollMs: LOG_POLL_MS });
+  notifications.subscribe({ onChange: () => growth.hint(), onReset: () => growth.hint() });
+  const treeStore = createKnexTreeStore(database.knex);
+  const signer = await openLogSigner(database.knex, config.logOrigin, config.logSigningKey);
+  const integrator = createLogIntegrator({
+    store: treeStore,
+    hasher: nodeMerkleHasher,
+    sha256: nodeSha256,
+    signer,
+    intervalMs: config.logIntegrateMs,
+    onError: (error) => logger.error("the transparency log could not integrate new changes; it retries", describeError(error)),
+  });
+  const transparency = createTransparencyService({ store: treeStore, hasher: nodeMerkleHasher });
+  return {
+    changeFeed: createChangeLogService({ log: changeLog, growth }),
+    transparency,
+    key: { origin: signer.name, verifierKey: verifierKeyText(signer, nodeSha256), publicKey: signer.publicKey },
+    files: createLogFiles({
+      store: treeStore,
+      transparency,
+      log: (error: unknown) => logger.error("request failed", describeError(error)),
+    }),
+    /** A write of this process committed: wake its streams now, and integrate soon. */
+    hintWrite: () => {
+      growth.hint();
+      integrator.hint();
+    },
+    quiesce: () => integrator.stop(),
+    close: async () => {
+      growth.close();
+      await integrator.close();
+    },
+  };
+}
+
+/**
+ * How often a process with watchers reads the log's size even without a notification: what a
+ * watcher may lag behind another process's write while notifications are down.
+ */
+const LOG_POLL_MS = 1_000;
+
+/** Under the idle timeouts of common proxies (nginx's 60 s) and of the server itself. */
+const SSE_KEEP_ALIVE_MS = 15_000;
+
+/** The repository, telling `hint` after each write that committed: the log grew. */
+function hintingWrites(repository: EntryRepository, hint: () => void): EntryRepository {
+  return {
+    ...repository,
+    createEntry: async (entry) => {
+      const stored = await repository.createEntry(entry);
+      hint();
+      return stored;
+    },
+    revoke: async (baseDid, version, revocation) => {
+      const revoked = await repository.revoke(baseDid, version, revocation);
+      hint();
+      return revoked;
+    },
+  };
 }

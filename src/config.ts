@@ -46,11 +46,8 @@ export interface RegistryConfig {
    * which no other process can then open; true or false: always or never.
    */
   readonly adminApi: boolean | "auto";
-  /**
-   * The server the CLI talks to (REGISTRY_URL); undefined: this host's server on PORT, at
-   * http://127.0.0.1:PORT.
-   */
-  readonly registryUrl: string | undefined;
+  /** The server the CLI talks to: REGISTRY_URL, else this host's server on PORT (registryUrlFrom). */
+  readonly registryUrl: string;
   readonly entryTypes: readonly string[];
   /** This server's public base URL. */
   readonly publicUrl: string;
@@ -138,11 +135,38 @@ export interface RegistryConfig {
    * `parentbased_always_off`), as the OpenTelemetry spec names them.
    */
   readonly otelSampleRatio: number;
+  /**
+   * The transparency log's origin line, which is also its key's name (LOG_ORIGIN); by default this
+   * server's public host and "/log". It must name this registry uniquely: verifiers pin it.
+   */
+  readonly logOrigin: string;
+  /**
+   * The log's Ed25519 signing key, as the base64url of its 32-byte seed (LOG_SIGNING_KEY); unset,
+   * the registry makes one and keeps it in the database, shared by every process.
+   */
+  readonly logSigningKey?: Uint8Array;
+  /** How often the tree is brought up to date with the change log and a checkpoint signed (LOG_INTEGRATE_MS). */
+  readonly logIntegrateMs: number;
 }
 
 export class ConfigError extends Error {}
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+/** Where a client on this host finds the server listening on `port`, whatever HOST it listens on. */
+export function localRegistryUrl(port: number): string {
+  return `http://127.0.0.1:${port}`;
+}
+
+/**
+ * The one reader of REGISTRY_URL, for the client commands and for root-token's admin API fallback
+ * alike: REGISTRY_URL, else this host's server on PORT (8080 when unset); without a trailing slash.
+ */
+export function registryUrlFrom(env: Env): string {
+  const given = env.REGISTRY_URL?.trim();
+  if (given) return trimSlash(given);
+  return localRegistryUrl(integer(env, "PORT", 8080, 0, 65535));
+}
 
 export function loadConfig(env: Env = process.env, overrides: Partial<RegistryConfig> = {}): RegistryConfig {
   const host = env.HOST ?? "127.0.0.1";
@@ -167,7 +191,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     entryCacheHeartbeatMs: integer(env, "ENTRY_CACHE_HEARTBEAT_MS", 2_000, 10, 600_000),
     migrateOnStart: boolean(env, "MIGRATE_ON_START", true),
     adminApi: env.ADMIN_API === undefined || env.ADMIN_API === "" || env.ADMIN_API === "auto" ? "auto" : boolean(env, "ADMIN_API", false),
-    registryUrl: env.REGISTRY_URL === undefined || env.REGISTRY_URL.trim() === "" ? undefined : trimSlash(env.REGISTRY_URL.trim()),
+    registryUrl: registryUrlFrom(env),
     entryTypes: list(env.REGISTRY_ENTRY_TYPES ?? "skill,agent", "REGISTRY_ENTRY_TYPES"),
     publicUrl,
     authUrl: trimSlash(env.AUTH_URL ?? publicUrl),
@@ -205,6 +229,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     otlpTracesEndpoint: otlpTracesEndpoint(env),
     otelServiceName: env.OTEL_SERVICE_NAME?.trim() || "registry",
     otelSampleRatio: sampleRatio(env),
+    logOrigin: logOrigin(env.LOG_ORIGIN, publicUrl),
+    logSigningKey: logSigningKey(env.LOG_SIGNING_KEY),
+    logIntegrateMs: integer(env, "LOG_INTEGRATE_MS", 1_000, 10, 600_000),
     ...overrides,
   };
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
@@ -324,6 +351,22 @@ function privateJwk(text: string | undefined): Record<string, string> | undefine
     throw new ConfigError('AUTH_ISSUER_PRIVATE_JWK must be an Ed25519 private key: {"kty":"OKP","crv":"Ed25519","x":...,"d":...}');
   }
   return jwk as Record<string, string>;
+}
+
+/** A checkpoint origin is one line with no spaces or "+", since it also names the note key. */
+function logOrigin(text: string | undefined, publicUrl: string): string {
+  const origin = text?.trim() || `${new URL(publicUrl).host}/log`;
+  if (/[\s+]/.test(origin)) throw new ConfigError(`LOG_ORIGIN must have no spaces or "+", not "${origin}"`);
+  return origin;
+}
+
+function logSigningKey(text: string | undefined): Uint8Array | undefined {
+  if (text === undefined || text.trim() === "") return undefined;
+  const seed = Buffer.from(text.trim(), "base64url");
+  if (seed.length !== 32 || seed.toString("base64url") !== text.trim()) {
+    throw new ConfigError("LOG_SIGNING_KEY must be the unpadded base64url of a 32-byte Ed25519 seed (`registry key generate` prints one as privateKey)");
+  }
+  return new Uint8Array(seed);
 }
 
 function cursorSecret(text: string | undefined): string | undefined {

@@ -4,7 +4,7 @@ import { AdminService, type RootToken } from "../../gen/auth/v1/admin_service_pb
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import type { RootTokenRecord } from "../auth/auth-repository.js";
 import type { RootTokenAdmin } from "../auth/root-token-admin.js";
-import type { RegistryConfig } from "../config.js";
+import { localRegistryUrl, type RegistryConfig } from "../config.js";
 import { InvalidArgumentError, NotFoundError, UnauthenticatedError, UnavailableError, type RegistryError } from "../errors.js";
 import type { DatabaseInUseError } from "../storage/database.js";
 import { adminCredentialPath, readAdminCredential } from "../storage/admin-credential-file.js";
@@ -14,10 +14,10 @@ export interface AdminApiConnection extends RootTokenAdmin {
   readonly url: string;
 }
 
-type AdminApiConfig = Pick<RegistryConfig, "dataDir"> & Partial<Pick<RegistryConfig, "host" | "port" | "registryUrl">>;
+/** registryUrl is loadConfig's (REGISTRY_URL, else this host's server on PORT); port stands in when a caller gives none. */
+type AdminApiConfig = Pick<RegistryConfig, "dataDir"> & Partial<Pick<RegistryConfig, "port" | "registryUrl">>;
 
-/** Where a server listens when nothing says otherwise (config.ts's defaults). */
-const DEFAULT_HOST = "127.0.0.1";
+/** PORT's default, for a caller that names neither a URL nor a port. */
 const DEFAULT_PORT = 8080;
 
 /** Longest a call may take: the server is on this host, and an admin call is a single statement. */
@@ -33,7 +33,7 @@ export async function connectAdminApi(config: AdminApiConfig, inUse: DatabaseInU
   const credential = await readAdminCredential(config.dataDir);
   const noAdminApi = `${inUse.message}. That server offers no admin API (no ${path}): stop it and run this again, or restart it without ADMIN_API=false`;
   if (credential === undefined || credential === "") throw new UnavailableError(noAdminApi);
-  const url = config.registryUrl ?? localServerUrl(config);
+  const url = config.registryUrl ?? localRegistryUrl(config.port ?? DEFAULT_PORT);
   const client = createClient(AdminService, createConnectTransport({ baseUrl: url, httpVersion: "1.1" }));
   const call = async <T>(work: (client: Client<typeof AdminService>, options: { headers: Record<string, string>; timeoutMs: number }) => Promise<T>) => {
     try {
@@ -57,13 +57,6 @@ export async function connectAdminApi(config: AdminApiConfig, inUse: DatabaseInU
       return recordOf(answer.rootToken);
     },
   };
-}
-
-/** This host's server on PORT: its HOST unless that is a wildcard, which loopback reaches. */
-function localServerUrl(config: AdminApiConfig): string {
-  const configured = config.host ?? DEFAULT_HOST;
-  const host = ["", "0.0.0.0", "::", "[::]"].includes(configured) ? DEFAULT_HOST : configured;
-  return `http://${host.includes(":") && !host.startsWith("[") ? `[${host}]` : host}:${config.port ?? DEFAULT_PORT}`;
 }
 
 /** A failed call as the error the command reports: the server's own words where it gave some. */

@@ -1,13 +1,14 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { CliFailure, EXIT } from "./exit-codes.js";
+import { ConfigError, registryUrlFrom } from "../config.js";
 
 /** Where a command reads its settings and writes its output; main.ts builds it from the process. */
 export interface CliContext {
   /**
-   * The environment the CLI's client settings come from (REGISTRY_URL, REGISTRY_ROOT_TOKEN,
-   * REGISTRY_SIGNING_KEY, REGISTRY_CONFIG_DIR, XDG_CONFIG_HOME). The server's settings are not
-   * read here: the server commands go through loadConfig.
+   * The environment the CLI's client settings come from (REGISTRY_URL, with PORT for its default,
+   * REGISTRY_ROOT_TOKEN, REGISTRY_SIGNING_KEY, REGISTRY_CONFIG_DIR, XDG_CONFIG_HOME). The server's
+   * other settings are not read here: the server commands go through loadConfig.
    */
   readonly env: Readonly<Record<string, string | undefined>>;
   stdout(text: string): void;
@@ -21,16 +22,26 @@ export interface CliContext {
   exitCode: number;
 }
 
-/** The registry a client command talks to when neither --registry nor REGISTRY_URL says. */
-export const DEFAULT_REGISTRY_URL = "http://127.0.0.1:8080";
-
-/** The registry's URL: --registry, else REGISTRY_URL, else the local default; without a trailing slash. */
+/**
+ * The registry's URL: --registry, else REGISTRY_URL, else this host's server on PORT
+ * (http://127.0.0.1:8080 when PORT is unset), as config.ts reads it for every command; without a
+ * trailing slash.
+ */
 export function registryUrl(flag: string | undefined, context: CliContext): string {
-  const given = flag ?? (context.env.REGISTRY_URL || undefined) ?? DEFAULT_REGISTRY_URL;
+  const given = flag ?? fromEnvironment(context);
   if (!/^https?:\/\//.test(given) || !URL.canParse(given)) {
     throw new CliFailure(`"${given}" is not a registry URL (http://host:port or https://host)`, EXIT.usage);
   }
   return given.replace(/\/+$/, "");
+}
+
+function fromEnvironment(context: CliContext): string {
+  try {
+    return registryUrlFrom(context.env);
+  } catch (error) {
+    if (error instanceof ConfigError) throw new CliFailure(error.message, EXIT.usage);
+    throw error;
+  }
 }
 
 /**

@@ -17,7 +17,7 @@ const TRANSPORTS: readonly NodeTransportKind[] = ["connect", "connect-binary", "
  */
 export function withClientOptions(command: Command): Command {
   return command
-    .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:8080)")
+    .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:$PORT, 8080 without PORT)")
     .option("--json", "print a JSON document on stdout (errors as JSON on stderr)")
     .addOption(new Option("--transport <protocol>", "the protocol to speak").choices(TRANSPORTS).default("connect"));
 }

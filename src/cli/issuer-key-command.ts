@@ -1,4 +1,4 @@
-import { createKnexAuthRepository } from "../auth/auth-repository.js";
+import { createKnexAuthRepository } from "../storage/knex-auth-repository.js";
 import { loadIssuerKeySet, rotateIssuerKey } from "../auth/issuer-keys.js";
 import type { RegistryConfig } from "../config.js";
 import { migrateToLatest, openDatabase } from "../storage/database.js";

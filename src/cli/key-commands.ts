@@ -2,6 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { text } from "node:stream/consumers";
 import { parseArgs } from "node:util";
 import { joinOptionValues } from "./option-values.js";
+import { fieldSpec, PUBLISHER_FIELDS, type FieldKind } from "../domain/entry-fields.js";
 import type { EntrySigningFields } from "../domain/signing-payload.js";
 import {
   decodePrivateKey,
@@ -173,8 +174,17 @@ async function loadKey(flag: string | undefined, io: KeyCommandIo): Promise<KeyP
     ? keyTextOfFile(await readTextFile(given.slice(1), io), source)
     : given;
   const seed = decodePrivateKey(keyText);
-  if ("error" in seed) throw new CommandError(`${source}: ${seed.error}`);
+  if ("error" in seed) throw new CommandError(`${source}: ${seed.error}${pathHint(given)}`);
   return keyPairFromSeed(seed);
+}
+
+/**
+ * A seed is base64url, which has no "." or "/": a value with either was meant as a file, the
+ * commonest slip after `key generate --out publisher.json`, so the refusal says how to name one.
+ */
+function pathHint(given: string): string {
+  if (given.startsWith("@") || !/[./]/.test(given)) return "";
+  return `; to read the key file ${given}, write --key @${given}`;
 }
 
 /** A key file holds the bare seed, or the JSON `registry key generate` printed. */
@@ -201,15 +211,11 @@ async function readTextFile(path: string, io: KeyCommandIo): Promise<string> {
   }
 }
 
-const REQUIRED_STRINGS = [
-  "entryDid",
-  "entryType",
-  "version",
-  "publisherDid",
-  "publishedAt",
-  "contentHash",
-] as const;
-const OPTIONAL_STRINGS = ["description", "bondAmount"] as const;
+/** Kinds a manifest writes as JSON strings. */
+const STRING_KINDS: ReadonlySet<FieldKind> = new Set(["text", "semver", "time", "amount"]);
+const SIGNED_FIELDS = PUBLISHER_FIELDS.filter((field) => fieldSpec(field).signed === true);
+const REQUIRED_STRINGS = SIGNED_FIELDS.filter((field) => fieldSpec(field).required === true && STRING_KINDS.has(field.kind)).map((field) => field.name);
+const OPTIONAL_STRINGS = SIGNED_FIELDS.filter((field) => fieldSpec(field).required !== true && STRING_KINDS.has(field.kind)).map((field) => field.name);
 
 type EntryFile = EntrySigningFields & Record<string, unknown>;
 

@@ -12,6 +12,7 @@ import { registerMigrateCommand } from "./commands/migrate.js";
 import { registerPublishCommand } from "./commands/publish.js";
 import { registerQueryCommand } from "./commands/query.js";
 import { registerResolveCommand } from "./commands/resolve.js";
+import { registerVerifyCommand } from "./commands/verify.js";
 import { registerRevokeCommand } from "./commands/revoke.js";
 import { registerRootTokenCommand } from "./commands/root-token.js";
 import { registerServeCommand } from "./commands/serve.js";
@@ -56,6 +57,7 @@ function createProgram(context: CliContext): Command {
   registerLoginCommand(program, context);
   registerPublishCommand(program, context);
   registerResolveCommand(program, context);
+  registerVerifyCommand(program, context);
   registerVersionsCommand(program, context);
   registerRevokeCommand(program, context);
   registerDiscoverCommand(program, context);

@@ -1,6 +1,7 @@
 import { parseArgs } from "node:util";
 import { joinOptionValues } from "./option-values.js";
-import { createKnexAuthRepository, type RootTokenRecord } from "../auth/auth-repository.js";
+import type { RootTokenRecord } from "../auth/auth-repository.js";
+import { createKnexAuthRepository } from "../storage/knex-auth-repository.js";
 import { createRootTokenAdmin, MAX_ROOT_TOKEN_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS, type RootTokenAdmin } from "../auth/root-token-admin.js";
 import { isKnownScope, isRootTokenId, knownScopes } from "../auth/root-tokens.js";
 import type { RegistryConfig } from "../config.js";
@@ -14,9 +15,9 @@ export interface RootTokenCommandIo {
   stderr(text: string): void;
 }
 
-/** Where the root tokens are; host, port and registryUrl find a server that holds the embedded database. */
+/** Where the root tokens are; registryUrl (else port) finds a server that holds the embedded database. */
 export type RootTokenCommandConfig = Pick<RegistryConfig, "databaseUrl" | "dataDir" | "entryTypes"> &
-  Partial<Pick<RegistryConfig, "host" | "port" | "registryUrl">>;
+  Partial<Pick<RegistryConfig, "port" | "registryUrl">>;
 
 export const ROOT_TOKEN_USAGE = `Usage:
   registry root-token create --subject <did:key> --scopes <a,b> [--description <text>] [--verbose]

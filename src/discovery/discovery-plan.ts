@@ -3,11 +3,14 @@
  * conditions and the query language meet here, so the same question asked either way runs the same
  * SQL and returns the same entries. Pure: no I/O.
  */
-import type { Column, Expr, OrderItem, Query, SortDirection } from "../domain/query-language/ast.js";
-import { columnText } from "../domain/query-language/ast.js";
-import { cursorBinding } from "../domain/page-cursor.js";
+import type { Column, Expr, OrderItem, Query, SortDirection } from "./query-language/ast.js";
+import { columnText } from "./query-language/ast.js";
+import { cursorBinding } from "./page-cursor.js";
 
-export interface DiscoveryPlan {
+/** What each result carries: whole entries ("entry", structured discover) or the selected columns. */
+export type Projection = "entry" | readonly Column[];
+
+export interface DiscoveryPlan<P extends Projection = Projection> {
   /** The filter, including the default that leaves revoked entries out. */
   readonly where: Expr | undefined;
   /**
@@ -16,7 +19,7 @@ export interface DiscoveryPlan {
    */
   readonly order: readonly OrderItem[];
   /** The columns each result carries; "entry" for whole entries (structured discover). */
-  readonly projection: "entry" | readonly Column[];
+  readonly projection: P;
   /** The query's own LIMIT: the most rows the whole listing returns, across pages. */
   readonly limit: number | undefined;
   /** Fingerprint of everything that gives a cursor position its meaning. */
@@ -31,7 +34,7 @@ const DEFAULT_ORDER: readonly OrderItem[] = [{ column: SEQUENCE, direction: "des
 
 export type DiscoveryEndpoint = "discover" | "query";
 
-export function planDiscovery(endpoint: DiscoveryEndpoint, query: Query, projection: DiscoveryPlan["projection"]): DiscoveryPlan {
+export function planDiscovery<P extends Projection>(endpoint: DiscoveryEndpoint, query: Query, projection: P): DiscoveryPlan<P> {
   const where = withDefaultStatus(query.where);
   const order = totalOrder(query.orderBy.length === 0 ? DEFAULT_ORDER : query.orderBy);
   return {
@@ -49,9 +52,15 @@ export function planDiscovery(endpoint: DiscoveryEndpoint, query: Query, project
   };
 }
 
-/** Revoked entries are left out unless the filter says something about status itself. */
+/**
+ * The columns about an entry's lifecycle: a filter that names one is asking about revocations, so
+ * it sees revoked entries (`revoked_at > '2026-11-01'` would otherwise match nothing).
+ */
+const LIFECYCLE_COLUMNS: readonly string[] = ["status", "revoked_at"];
+
+/** Revoked entries are left out unless the filter says something about the lifecycle itself. */
 function withDefaultStatus(where: Expr | undefined): Expr | undefined {
-  if (where !== undefined && mentionsColumn(where, "status")) return where;
+  if (where !== undefined && LIFECYCLE_COLUMNS.some((name) => mentionsColumn(where, name))) return where;
   const active: Expr = {
     kind: "comparison",
     column: { kind: "column", name: "status", position: SOMEWHERE },

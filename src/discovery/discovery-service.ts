@@ -1,7 +1,8 @@
-import type { Column } from "../domain/query-language/ast.js";
-import { checkQuery } from "../domain/query-language/columns.js";
-import { parseQuery } from "../domain/query-language/parser.js";
-import type { CursorCodec, DecodedCursor } from "../domain/page-cursor.js";
+import { ENTRY_FIELDS } from "../domain/entry-fields.js";
+import type { Column } from "./query-language/ast.js";
+import { checkQuery } from "./query-language/columns.js";
+import { parseQuery } from "./query-language/parser.js";
+import type { CursorCodec, DecodedCursor } from "./page-cursor.js";
 import type { StoredEntry } from "../entries/entry-repository.js";
 import { InvalidArgumentError, type FieldViolation } from "../errors.js";
 import { planDiscovery, type DiscoveryPlan } from "./discovery-plan.js";
@@ -63,11 +64,10 @@ export function createDiscoveryService(options: DiscoveryServiceOptions) {
 
   async function discover(request: DiscoverRequest): Promise<DiscoverResult> {
     // Every fault at once: the page size and each condition are independent.
-    const [size, query] = allOrViolations(
+    const [size, plan] = allOrViolations(
       () => pageSize(request.limit, DEFAULT_PAGE_SIZE),
-      () => structuredQuery(request),
+      () => planRequest("discover", request),
     );
-    const plan = planDiscovery("discover", query, "entry");
     const resumed = resume(request.cursor, plan);
     const page = await repository.findEntries(plan, { ...pageRequest(resumed, size), ...(resumed === undefined ? { countLimit } : {}) });
     // The first page counts; later pages repeat that count, which is exactly what walking the
@@ -84,14 +84,13 @@ export function createDiscoveryService(options: DiscoveryServiceOptions) {
   }
 
   async function query(request: QueryRequest): Promise<QueryResult> {
-    const checked = checkQuery(parseQuery(request.query));
-    const plan = planDiscovery("query", checked.query, checked.selected);
+    const plan = planRequest("query", request);
     const resumed = resume(request.cursor, plan);
     const remaining = resumed?.remaining ?? plan.limit;
     const size = Math.min(pageSize(request.limit, Math.min(plan.limit ?? DEFAULT_PAGE_SIZE, DEFAULT_PAGE_SIZE)), remaining ?? MAX_PAGE_SIZE);
     if (size === 0) return { rows: [] };
     const page = await repository.findProjected(plan, pageRequest(resumed, size));
-    const rows = page.rows.slice(0, size).map((row) => queryRow(checked.selected, row.values));
+    const rows = page.rows.slice(0, size).map((row) => queryRow(plan.projection, row.values));
     const left = remaining === undefined ? undefined : remaining - rows.length;
     const next = left === 0 ? undefined : nextPosition(page, size);
     return {
@@ -111,6 +110,18 @@ export function createDiscoveryService(options: DiscoveryServiceOptions) {
   }
 
   return { discover, query };
+}
+
+/**
+ * What a request asks for, checked and planned: the plan the repository runs, whose binding its
+ * cursors carry. Pure, so the benchmark explains the very plan the service runs by calling this.
+ */
+export function planRequest(endpoint: "discover", request: StructuredRequest): DiscoveryPlan<"entry">;
+export function planRequest(endpoint: "query", request: Pick<QueryRequest, "query">): DiscoveryPlan<readonly Column[]>;
+export function planRequest(...[endpoint, request]: ["discover", StructuredRequest] | ["query", Pick<QueryRequest, "query">]): DiscoveryPlan {
+  if (endpoint === "discover") return planDiscovery("discover", structuredQuery(request), "entry");
+  const checked = checkQuery(parseQuery(request.query));
+  return planDiscovery("query", checked.query, checked.selected);
 }
 
 function allOrViolations<A, B>(first: () => A, second: () => B): [A, B] {
@@ -144,22 +155,8 @@ function pageSize(limit: number, fallback: number): number {
   return Math.min(limit, MAX_PAGE_SIZE);
 }
 
-/** JSON names of the columns, as an Entry is written in JSON. */
-const JSON_NAMES: Readonly<Record<string, string>> = {
-  entry_did: "entryDid",
-  entry_type: "entryType",
-  name: "name",
-  version: "version",
-  publisher_did: "publisherDid",
-  published_at: "publishedAt",
-  description: "description",
-  tags: "tags",
-  content_hash: "contentHash",
-  bond_amount: "bondAmount",
-  sequence: "sequence",
-  status: "status",
-  is_latest: "isLatest",
-};
+/** JSON names of the columns, as an Entry is written in JSON, from the field catalogue. */
+const JSON_NAMES: Readonly<Record<string, string>> = Object.fromEntries(ENTRY_FIELDS.map((field) => [field.column, field.name]));
 
 function queryRow(selected: readonly Column[], values: ReadonlyMap<string, unknown>): QueryRow {
   const row: QueryRow = {};

@@ -1,4 +1,5 @@
 import { ViolationList } from "../errors.js";
+import type { EntryInputFields, PublishedFields } from "./entry-fields.js";
 import { ed25519KeyFromDid } from "./did-key.js";
 import { parseEntryDid } from "./entry-did.js";
 import { parseSignature } from "./ed25519-signature.js";
@@ -6,43 +7,22 @@ import { parseVersion } from "./semver-order.js";
 import { formatFieldPath, jsonValueProblems, textProblem } from "./json-input.js";
 
 /** An entry as a publisher sends it: every field may be missing or malformed. */
-export interface EntryInput {
-  entryDid?: string;
-  entryType?: string;
-  version?: string;
-  publisherDid?: string;
-  publishedAt?: string;
-  description?: string;
-  tags?: readonly string[];
-  data?: Record<string, unknown>;
-  contentHash?: string;
-  bondAmount?: string;
-  signature?: string;
+export type EntryInput = EntryInputFields & {
   /** Fields the registry sets; a request that carries them is refused. */
-  serviceSetFields?: readonly string[];
-}
+  readonly serviceSetFields?: readonly string[];
+};
 
-/** An entry that passed every rule, normalised for storage. Its signature is not yet checked. */
-export interface ValidEntry {
-  readonly entryDid: string;
-  readonly baseDid: string;
-  readonly entryType: string;
-  readonly name: string;
-  readonly version: string;
+/**
+ * An entry that passed every rule, normalised for storage: the catalogue's publisher and derived
+ * fields (publishedAt at millisecond precision, UTC), plus what checking and storing it needs.
+ * Its signature is not yet checked.
+ */
+export type ValidEntry = PublishedFields & {
   readonly versionSortKey: string;
   readonly isPrerelease: boolean;
-  readonly publisherDid: string;
   readonly publisherKey: Uint8Array;
-  /** Millisecond precision, UTC. */
-  readonly publishedAt: Date;
-  readonly description: string;
-  readonly tags: readonly string[];
-  readonly data: Record<string, unknown>;
-  readonly contentHash: string;
-  readonly bondAmount: string;
-  readonly signature: string;
   readonly signatureBytes: Uint8Array;
-}
+};
 
 export interface EntryRulesOptions {
   /** The entry types this registry accepts. */

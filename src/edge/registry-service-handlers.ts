@@ -1,7 +1,8 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import { create, isFieldSet, type DescField, type MessageInitShape } from "@bufbuild/protobuf";
 import type { Value } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Principal } from "../auth/principal.js";
+import { MESSAGE_FIELDS, PUBLISHER_FIELDS, REGISTRY_FIELDS, type EntryField } from "../domain/entry-fields.js";
 import type { EntryInput } from "../domain/entry-rules.js";
 import type { StoredEntry, EntryVersionSummary } from "../entries/entry-repository.js";
 import type { EntryService } from "../entries/entry-service.js";
@@ -130,29 +131,21 @@ function plainValue(value: Value): JsonValue {
   }
 }
 
+/** The publisher's fields of an Entry message, and the names of any registry fields it carried. */
 function entryInputOf(entry: Entry): EntryInput {
-  const serviceSetFields = [
-    entry.sequence !== 0n && "sequence",
-    entry.status !== "" && "status",
-    entry.revokedAt !== undefined && "revokedAt",
-    entry.revocationReason !== undefined && "revocationReason",
-    entry.isLatest && "isLatest",
-  ].filter((field): field is string => field !== false);
-  return {
-    entryDid: entry.entryDid,
-    entryType: entry.entryType,
-    version: entry.version,
-    publisherDid: entry.publisherDid,
-    publishedAt: entry.publishedAt,
-    description: entry.description,
-    tags: entry.tags,
-    data: entry.data ?? {},
-    contentHash: entry.contentHash,
-    bondAmount: entry.bondAmount,
-    signature: entry.signature,
-    serviceSetFields,
-  };
+  const input: Record<string, unknown> = {};
+  for (const field of PUBLISHER_FIELDS) input[field.name] = entry[field.name as keyof Entry];
+  input.data ??= {};
+  const serviceSetFields = REGISTRY_MESSAGE_FIELDS.filter(([, descriptor]) => isFieldSet(entry, descriptor)).map(([field]) => field.name);
+  return { ...(input as EntryInput), serviceSetFields };
 }
+
+/** The Entry message's descriptor of each registry-set field (a test holds the catalogue and the message in step). */
+const REGISTRY_MESSAGE_FIELDS: readonly (readonly [EntryField, DescField])[] = REGISTRY_FIELDS.map((field) => {
+  const descriptor = EntrySchema.fields.find((candidate) => candidate.localName === field.name);
+  if (descriptor === undefined) throw new Error(`Entry has no field ${field.name}`);
+  return [field, descriptor];
+});
 
 /**
  * Messages of stored entries, by identity: a cached entry is resolved again and again, and
@@ -169,25 +162,15 @@ export function entryMessage(entry: StoredEntry): Entry {
   return message;
 }
 
+/** A stored entry's message fields in their proto3 forms: times as RFC 3339 text, absent values unset. */
 function entryInit(entry: StoredEntry): MessageInitShape<typeof EntrySchema> {
-  return {
-    entryDid: entry.entryDid,
-    entryType: entry.entryType,
-    version: entry.version,
-    publisherDid: entry.publisherDid,
-    publishedAt: entry.publishedAt.toISOString(),
-    description: entry.description,
-    tags: [...entry.tags],
-    data: entry.data as MessageInitShape<typeof EntrySchema>["data"],
-    contentHash: entry.contentHash,
-    bondAmount: entry.bondAmount,
-    signature: entry.signature,
-    sequence: entry.sequence,
-    status: entry.status,
-    revokedAt: entry.revokedAt?.toISOString(),
-    revocationReason: entry.revocationReason ?? undefined,
-    isLatest: entry.isLatest,
-  };
+  const init: Record<string, unknown> = {};
+  for (const field of MESSAGE_FIELDS) {
+    const value: unknown = entry[field.name as keyof StoredEntry];
+    if (value === null) continue;
+    init[field.name] = value instanceof Date ? value.toISOString() : Array.isArray(value) ? [...value] : value;
+  }
+  return init as MessageInitShape<typeof EntrySchema>;
 }
 
 function versionMessage(version: EntryVersionSummary): MessageInitShape<typeof EntryVersionSchema> {

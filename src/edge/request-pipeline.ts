@@ -1,7 +1,9 @@
 import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { CHANGE_STREAM_PATH } from "./change-stream.js";
 import { applyCors } from "./cors.js";
+import type { LogFiles } from "./log-files.js";
 import type { ErrorLogger } from "./error-mapping.js";
 import { exchangeFromNode, exchangeFromStream, type HttpExchange, type NodeRequest, type NodeResponse } from "./http-exchange.js";
 import { handToAdapter, type CallObserver } from "./observability.js";
@@ -32,6 +34,10 @@ export interface RequestPipelineOptions {
     readonly routes?: readonly RestRoute[];
     readonly errorDetailTypes?: readonly DescMessage[];
   };
+  /** Serves the transparency log's tiles and checkpoint (C2SP tlog-tiles); absent where it is not served. */
+  readonly logFiles?: LogFiles;
+  /** Serves GET /v1/changes/stream (Server-Sent Events); absent where the change feed is not served. */
+  readonly changeStream?: (exchange: HttpExchange) => Promise<void>;
   /** Whether the service can serve: its database answers. */
   readonly isReady: () => Promise<boolean>;
   readonly log: ErrorLogger;
@@ -112,6 +118,9 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
       return undefined;
     }
     if (RPC_PATH.test(path) && answerUnknownMethod(exchange, path, contentType)) return undefined;
+    if (path === CHANGE_STREAM_PATH && exchange.method === "GET" && options.changeStream !== undefined) return options.changeStream(exchange);
+    const logFile = options.logFiles?.(exchange);
+    if (logFile !== undefined) return logFile;
     return options.rest.handle(exchange);
   }
 

@@ -133,7 +133,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
       observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
       if (exchange.done) return;
       if (!outcome.ok) {
-        await writeError(exchange, outcome.error, undefined, addHeaders({}, outcome.header), encoding);
+        await writeRestError(exchange, outcome.error, undefined, addHeaders({}, outcome.header), encoding);
         return;
       }
       const headers = addHeaders({}, outcome.header);
@@ -144,30 +144,11 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
       if (error instanceof RouteMiss) {
         const headers: ResponseHeaders = error.allow === undefined ? {} : { allow: error.allow };
         const code = error.status === 404 ? Code.NotFound : Code.Unimplemented;
-        await writeError(exchange, new ConnectError(error.message, code), error.status, headers, encoding);
+        await writeRestError(exchange, new ConnectError(error.message, code), error.status, headers, encoding);
       } else {
-        await writeError(exchange, errorOf(error, options.log), restStatusOf(error), {}, encoding);
+        await writeRestError(exchange, errorOf(error, options.log), restStatusOf(error), {}, encoding);
       }
     }
-  }
-
-  /**
-   * The one writer of REST errors: `{"code", "message", "details"}` with the code's HTTP status
-   * (or the REST refinement given), the error's metadata (Retry-After, RateLimit) as headers, and
-   * never cached.
-   */
-  function writeError(
-    exchange: HttpExchange,
-    error: ConnectError,
-    status: number | undefined,
-    headers: ResponseHeaders,
-    encoding: ReturnType<typeof negotiateEncoding>,
-  ): Promise<void> {
-    exchange.observation.code = codeName(error.code);
-    addHeaders(headers, error.metadata);
-    headers["cache-control"] = "no-store";
-    const body = Buffer.from(JSON.stringify(restErrorBody(error, errorDetailRegistry)));
-    return sendBody(exchange, status ?? httpStatusOf(error.code), headers, body, "application/json", encoding);
   }
 
   function findRoute(method: string, path: string): { route: RestRoute; pathValues: Map<string, string> } {
@@ -312,6 +293,25 @@ function restErrorBody(error: ConnectError, registry: Registry): JsonObject {
     };
   });
   return { code: codeName(error.code), message: error.rawMessage, details };
+}
+
+/**
+ * The one writer of REST errors: `{"code", "message", "details"}` with the code's HTTP status (or
+ * the REST refinement given), the error's metadata (Retry-After, RateLimit) as headers, and never
+ * cached. The routes outside the transcoder (the change stream) answer their errors through it too.
+ */
+export function writeRestError(
+  exchange: HttpExchange,
+  error: ConnectError,
+  status: number | undefined,
+  headers: ResponseHeaders,
+  encoding: ReturnType<typeof negotiateEncoding>,
+): Promise<void> {
+  exchange.observation.code = codeName(error.code);
+  addHeaders(headers, error.metadata);
+  headers["cache-control"] = "no-store";
+  const body = Buffer.from(JSON.stringify(restErrorBody(error, errorDetailRegistry)));
+  return sendBody(exchange, status ?? httpStatusOf(error.code), headers, body, "application/json", encoding);
 }
 
 /** A small JSON answer outside the routes (health probes): no compression, no caching rules. */

@@ -1,28 +1,14 @@
+import type { EntryStatus, PublishedFields, RegistryAssignedFields } from "../domain/entry-fields.js";
 import type { ValidEntry } from "../domain/entry-rules.js";
 
-export type EntryStatus = "active" | "revoked";
+export type { EntryStatus };
 
-/** An entry as the registry stores and returns it. */
-export interface StoredEntry {
-  readonly entryDid: string;
-  readonly baseDid: string;
-  readonly entryType: string;
-  readonly name: string;
-  readonly version: string;
-  readonly publisherDid: string;
-  readonly publishedAt: Date;
-  readonly description: string;
-  readonly tags: readonly string[];
-  readonly data: Record<string, unknown>;
-  readonly contentHash: string;
-  readonly bondAmount: string;
-  readonly signature: string;
-  readonly sequence: bigint;
-  readonly status: EntryStatus;
-  readonly revokedAt: Date | null;
-  readonly revocationReason: string | null;
-  readonly isLatest: boolean;
-}
+/**
+ * An entry as the registry stores and returns it: the publisher's validated fields (and those
+ * derived from them) plus what the registry assigned. Both halves come from the field catalogue
+ * (src/domain/entry-fields.ts).
+ */
+export type StoredEntry = PublishedFields & RegistryAssignedFields;
 
 /** One line of a version listing. */
 export interface EntryVersionSummary {
@@ -39,9 +25,15 @@ export interface EntryOwner {
   readonly entryType: string;
 }
 
+/** A revocation as the registry applies it: the signed request (kept in the change log) and its time. */
 export interface Revocation {
   readonly reason: string;
   readonly revokedAt: Date;
+  /** The DID as the request addressed it, with or without "@version": what the signature covers. */
+  readonly did: string;
+  readonly signature: string;
+  /** The did:key whose key signed it. */
+  readonly signer: string;
 }
 
 /**

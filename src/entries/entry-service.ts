@@ -94,6 +94,9 @@ export function createEntryService(options: EntryServiceOptions) {
     const revoked = await repository.revoke(parsed.baseDid, parsed.version?.version, {
       reason: request.reason,
       revokedAt: clock(),
+      did: request.did,
+      signature: request.signature,
+      signer: principal.subject,
     });
     if (revoked.length === 0) throw new NotFoundError(`no entry ${request.did}`);
     return revoked;

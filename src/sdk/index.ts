@@ -43,6 +43,20 @@ export type {
   QueryPage,
 } from "./registry-client.js";
 export { WEB_TRANSPORT_KINDS, type WebTransportKind } from "./web-transport.js";
+export {
+  /** The log's key from its verifier key text, for pinning. */
+  parseLogKey,
+  /** Opens a checkpoint note with the pinned log key. */
+  verifyCheckpoint,
+  /** Checks an entry version's record, inclusion proof, checkpoint and signatures end to end. */
+  verifyEntryProof,
+  /** Checks that a newer checkpoint extends an older one. */
+  verifyCheckpointsConsistent,
+  LogVerificationError,
+  type EntryProof,
+  type LogRecord,
+  type VerifiedCheckpoint,
+} from "./log-verifier.js";
 export { RegistryClientError, toRegistryClientError, type FieldViolation, type RegistryErrorCode } from "./client-error.js";
 export type { RegistryAuth, RootTokenAuth } from "./access-tokens.js";
 /** The generated message types the client returns. */

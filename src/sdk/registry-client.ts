@@ -1,10 +1,13 @@
-import { create, fromJson, type JsonObject, type JsonValue } from "@bufbuild/protobuf";
+import { create, fromJson, type JsonObject, type JsonValue, type MessageInitShape } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { createClient, type Transport } from "@connectrpc/connect";
 import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
 import type { Entry, EntryVersion } from "../../gen/registry/v1/entry_pb.js";
 import { EntrySchema } from "../../gen/registry/v1/entry_pb.js";
 import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
+import { TransparencyLogService } from "../../gen/registry/v1/transparency_log_service_pb.js";
+import { parseLogKey, verifyEntryProof, type LogRecord, type VerifiedCheckpoint } from "./log-verifier.js";
+import { fieldSpec, PUBLISHER_FIELDS, type FieldKind } from "../domain/entry-fields.js";
 import type { EntrySigningFields } from "../domain/signing-payload.js";
 import { createAccessTokens, type RegistryAuth } from "./access-tokens.js";
 import { mappingErrors, RegistryClientError } from "./client-error.js";
@@ -104,6 +107,18 @@ export interface RegistryClient {
     request: { readonly scopes: readonly string[]; readonly ttlSeconds?: number },
     options?: CallOptions,
   ): Promise<{ accessToken: string; expiresAt: string; scopes: string[]; subject: string }>;
+  /**
+   * Proves an entry version's current state from the transparency log (docs/transparency.md):
+   * fetches its record, inclusion proof and the latest checkpoint, and checks all of it with
+   * `verifyEntryProof` against `logKey`, the log's verifier key pinned by the caller. Without
+   * `logKey` the server's own key is used and `pinned` is false: that proves consistency with what
+   * this server says, not that this is the log everyone else sees. A proof that does not verify
+   * throws LogVerificationError naming what failed; a failed call, RegistryClientError.
+   */
+  proveEntry(
+    did: string,
+    options?: CallOptions & { readonly logKey?: string },
+  ): Promise<{ record: LogRecord; checkpoint: VerifiedCheckpoint; logKey: string; pinned: boolean }>;
   /** Releases the transport's connections (the gRPC transport's HTTP/2 session); a no-op otherwise. */
   close(): void;
 }
@@ -119,6 +134,7 @@ export function createClientOverTransport(
 ): RegistryClient {
   const registry = createClient(RegistryService, transport);
   const tokens = createClient(TokenService, transport);
+  const log = createClient(TransparencyLogService, transport);
   const clock = options.clock ?? Date.now;
 
   function callOptions(call: CallOptions | undefined, bearer?: string) {
@@ -218,6 +234,14 @@ export function createClientOverTransport(
       followCursors((cursor) => queryPage(ql, { ...call, cursor }).then((page) => [page.rows, page.nextCursor])),
     queryPage,
     issueToken,
+    async proveEntry(did, call) {
+      const { logKey, answer } = await mappingErrors(async () => ({
+        logKey: call?.logKey ?? (await log.getLogKey({}, callOptions(call))).verifierKey,
+        answer: await log.getEntryProof({ did }, callOptions(call)),
+      }));
+      const verified = await verifyEntryProof(did, answer, parseLogKey(logKey));
+      return { ...verified, logKey, pinned: call?.logKey !== undefined };
+    },
     close,
   };
 }
@@ -238,21 +262,19 @@ function presentCursor(cursor: string | undefined): string | undefined {
   return cursor === undefined || cursor === "" ? undefined : cursor;
 }
 
-function entryMessage(entry: EntryInput, signature: string) {
-  return {
-    entryDid: entry.entryDid,
-    entryType: entry.entryType,
-    version: entry.version,
-    publisherDid: entry.publisherDid,
-    publishedAt: entry.publishedAt,
-    description: entry.description ?? "",
-    tags: [...(entry.tags ?? [])],
-    data: entry.data as JsonObject | undefined,
-    contentHash: entry.contentHash,
-    bondAmount: entry.bondAmount ?? "",
-    signature,
-  };
+/** The Entry message a publish sends: every signed field (absent ones as the registry signs them), and the signature. */
+function entryMessage(entry: EntryInput, signature: string): MessageInitShape<typeof EntrySchema> {
+  const message: Record<string, unknown> = { signature };
+  for (const field of SIGNED_FIELDS) {
+    const value: unknown = entry[field.name as keyof EntryInput];
+    message[field.name] = Array.isArray(value) ? [...value] : (value ?? ABSENT[field.kind]);
+  }
+  return message as MessageInitShape<typeof EntrySchema>;
 }
+
+const SIGNED_FIELDS = PUBLISHER_FIELDS.filter((field) => fieldSpec(field).signed === true);
+/** What an absent optional field is sent as: the value it is signed as (data stays unset). */
+const ABSENT: Partial<Record<FieldKind, unknown>> = { text: "", amount: "", tags: [] };
 
 /**
  * The private seed of `key`. A key pair whose DID is not the entry's publisher could only make a

@@ -1,80 +1,87 @@
+import { ENTRY_FIELDS, type EntryField, type FieldKind } from "../domain/entry-fields.js";
 import type { ValidEntry } from "../domain/entry-rules.js";
 import type { EntryStatus, EntryVersionSummary, StoredEntry } from "../entries/entry-repository.js";
 
-/** A row of the `entries` table as the `pg` driver returns it. */
-export interface EntryRow {
-  sequence: string;
-  base_did: string;
-  entry_did: string;
-  entry_type: string;
-  name: string;
-  version: string;
+/** A column's value as the `pg` driver returns it, by the field's kind (int8 arrives as text). */
+interface ColumnValues {
+  text: string;
+  semver: string;
+  time: Date;
+  number: string;
+  amount: string;
+  tags: string[];
+  boolean: boolean;
+  status: EntryStatus;
+  json: Record<string, unknown>;
+}
+
+type CatalogueColumns = {
+  [F in EntryField as F["column"]]: ColumnValues[F["kind"]] | (F extends { readonly nullable: true } ? null : never);
+};
+
+/**
+ * Columns that exist for storage only, derived from the validated entry: how versions sort, and
+ * an amount split so it compares within its unit.
+ */
+interface StorageColumns {
   version_key: string;
   is_prerelease: boolean;
-  publisher_did: string;
-  published_at: Date;
-  description: string;
-  tags: string[];
-  data: Record<string, unknown>;
-  content_hash: string;
-  bond_amount: string;
   bond_value: string | null;
   bond_unit: string | null;
-  signature: string;
-  status: EntryStatus;
-  revoked_at: Date | null;
-  revocation_reason: string | null;
-  is_latest: boolean;
 }
 
-/** The columns written when an entry is created (sequence and latest are set by the insert). */
-export function rowFromValidEntry(entry: ValidEntry): Omit<EntryRow, "sequence" | "is_latest"> {
+/** A row of the `entries` table as the `pg` driver returns it: the catalogue's columns and the storage-only ones. */
+export type EntryRow = CatalogueColumns & StorageColumns;
+
+/**
+ * The arguments of registry_create_entry (migration 0003), by name: every column the publisher's
+ * entry fills. The function is called with named arguments built from these keys, and a test
+ * holds them to the function's signature in the database.
+ */
+export type CreateEntryArguments = Omit<EntryRow, RegistryColumn> ;
+type RegistryColumn = Extract<EntryField, { setBy: "registry" }>["column"];
+
+const FROM_COLUMN: { readonly [K in FieldKind]: (value: ColumnValues[K]) => unknown } = {
+  text: (value) => value,
+  semver: (value) => value,
+  time: (value) => value,
+  number: (value) => BigInt(value),
+  amount: (value) => value,
+  tags: (value) => value,
+  boolean: (value) => value,
+  status: (value) => value,
+  json: (value) => value,
+};
+
+/** A stored entry from its row: one conversion per catalogue field. */
+export function entryFromRow(row: EntryRow): StoredEntry {
+  const entry: Record<string, unknown> = {};
+  for (const field of ENTRY_FIELDS) {
+    const value = row[field.column];
+    entry[field.name] = value === null ? null : (FROM_COLUMN[field.kind] as (value: unknown) => unknown)(value);
+  }
+  return entry as StoredEntry;
+}
+
+/** The create function's arguments for a validated entry: its catalogue fields by column, and the storage-only columns. */
+export function createArgumentsOf(entry: ValidEntry): CreateEntryArguments {
+  const columns: Record<string, unknown> = {};
+  for (const field of ENTRY_FIELDS) {
+    if (field.setBy !== "registry") columns[field.column] = entry[field.name as keyof ValidEntry];
+  }
   const [bondValue, bondUnit] = entry.bondAmount === "" ? [null, null] : entry.bondAmount.split(" ");
-  return {
-    base_did: entry.baseDid,
-    entry_did: entry.entryDid,
-    entry_type: entry.entryType,
-    name: entry.name,
-    version: entry.version,
+  const storage: StorageColumns = {
     version_key: entry.versionSortKey,
     is_prerelease: entry.isPrerelease,
-    publisher_did: entry.publisherDid,
-    published_at: entry.publishedAt,
-    description: entry.description,
-    tags: [...entry.tags],
-    data: entry.data,
-    content_hash: entry.contentHash,
-    bond_amount: entry.bondAmount,
     bond_value: bondValue ?? null,
     bond_unit: bondUnit ?? null,
-    signature: entry.signature,
-    status: "active",
-    revoked_at: null,
-    revocation_reason: null,
   };
+  return { ...columns, ...storage } as CreateEntryArguments;
 }
 
-export function entryFromRow(row: EntryRow): StoredEntry {
-  return {
-    entryDid: row.entry_did,
-    baseDid: row.base_did,
-    entryType: row.entry_type,
-    name: row.name,
-    version: row.version,
-    publisherDid: row.publisher_did,
-    publishedAt: row.published_at,
-    description: row.description,
-    tags: row.tags,
-    data: row.data,
-    contentHash: row.content_hash,
-    bondAmount: row.bond_amount,
-    signature: row.signature,
-    sequence: BigInt(row.sequence),
-    status: row.status,
-    revokedAt: row.revoked_at,
-    revocationReason: row.revocation_reason,
-    isLatest: row.is_latest,
-  };
+/** The row a create wrote, completed with what the function assigned and the defaults of a new entry. */
+export function createdRow(created: CreateEntryArguments, assigned: { sequence: string; isLatest: boolean }): EntryRow {
+  return { ...created, sequence: assigned.sequence, status: "active", revoked_at: null, revocation_reason: null, is_latest: assigned.isLatest };
 }
 
 export const VERSION_SUMMARY_COLUMNS = ["version", "entry_did", "status", "published_at", "sequence"] as const;

@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import { columnText, type Column } from "../domain/query-language/ast.js";
+import { columnText, type Column } from "../discovery/query-language/ast.js";
 import type { DiscoveryPlan } from "../discovery/discovery-plan.js";
 import type {
   DiscoveredPage,
@@ -9,7 +9,7 @@ import type {
 } from "../discovery/discovery-repository.js";
 import type { StoredEntry } from "../entries/entry-repository.js";
 import { translateDriverErrors } from "./driver-errors.js";
-import { afterPositionSql, filterSql, orderBySql, orderKeys, projectedColumnSql, type SqlFragment } from "./discovery-sql.js";
+import { afterPositionSql, filterSql, orderBySql, orderKeys, projectedColumnSql, type SqlFragment } from "../discovery/discovery-sql.js";
 import { entryFromRow, type EntryRow } from "./entry-row.js";
 
 export interface KnexDiscoveryRepositoryOptions {

@@ -1,4 +1,5 @@
 import type { Knex } from "knex";
+import { ENTRY_FIELDS, fieldByColumn } from "../domain/entry-fields.js";
 import type { ValidEntry } from "../domain/entry-rules.js";
 import { parseVersion } from "../domain/semver-order.js";
 import type {
@@ -12,10 +13,12 @@ import { ENTRY_CHANGES_CHANNEL } from "./change-feed.js";
 import { isUniqueViolation, translateDriverErrors } from "./driver-errors.js";
 import { preparedQuery } from "./prepared-query.js";
 import {
+  createArgumentsOf,
+  createdRow,
   entryFromRow,
-  rowFromValidEntry,
   VERSION_SUMMARY_COLUMNS,
   versionSummaryFromRow,
+  type CreateEntryArguments,
   type EntryRow,
 } from "./entry-row.js";
 
@@ -75,25 +78,36 @@ function versionKey(version: string): string {
   return parsed.sortKey;
 }
 
-const CREATE_ENTRY_SQL = `select * from registry_create_entry(${Array.from({ length: 17 }, (_, i) => `$${i + 1}`).join(", ")})`;
+/**
+ * The create call, with named arguments (`p_<column> => $n`) in the order of CREATE_ARGUMENT_COLUMNS,
+ * so the TypeScript side and the function agree by name rather than by position.
+ */
+export const CREATE_ARGUMENT_COLUMNS: readonly (keyof CreateEntryArguments)[] = [
+  ...ENTRY_FIELDS.filter((field) => field.setBy !== "registry").map((field) => field.column as keyof CreateEntryArguments),
+  "version_key",
+  "is_prerelease",
+  "bond_value",
+  "bond_unit",
+];
+const CREATE_ENTRY_SQL = `select * from registry_create_entry(${CREATE_ARGUMENT_COLUMNS.map((column, i) => `p_${column} => $${i + 1}`).join(", ")})`;
+
+/** jsonb arguments go as JSON text rather than leaving the driver to guess (pg would send an array as a Postgres array). */
+function argumentValue(column: string, value: unknown): unknown {
+  return fieldByColumn(column)?.kind === "json" ? JSON.stringify(value) : value;
+}
 
 /** One round trip: the whole create transaction is registry_create_entry (migration 0003). */
 async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> {
-  const row = rowFromValidEntry(entry);
+  const created = createArgumentsOf(entry);
   try {
     const [assigned] = await preparedQuery<{ assigned_sequence: string; made_latest: boolean }>(
       knex,
       "registry_create_entry",
       CREATE_ENTRY_SQL,
-      [
-        row.base_did, row.entry_did, row.entry_type, row.name, row.version, row.version_key,
-        row.is_prerelease, row.publisher_did, row.published_at, row.description, row.tags,
-        JSON.stringify(row.data), row.content_hash, row.bond_amount, row.bond_value, row.bond_unit,
-        row.signature,
-      ],
+      CREATE_ARGUMENT_COLUMNS.map((column) => argumentValue(column, created[column])),
     );
     if (assigned === undefined) throw new Error("registry_create_entry returned no row");
-    return entryFromRow({ ...row, sequence: assigned.assigned_sequence, is_latest: assigned.made_latest });
+    return entryFromRow(createdRow(created, { sequence: assigned.assigned_sequence, isLatest: assigned.made_latest }));
   } catch (error) {
     const code = (error as { code?: unknown } | null)?.code;
     if (code === OWNED_BY_ANOTHER_PUBLISHER) {
@@ -118,14 +132,32 @@ async function revoke(
       version === undefined
         ? query.where({ base_did: baseDid })
         : query.where({ base_did: baseDid, version_key: versionKey(version) });
-    await addressed(tx("entries"))
+    const changed: { sequence: string }[] = await addressed(tx("entries"))
       .where({ status: "active" })
-      .update({ status: "revoked", revoked_at: revocation.revokedAt, revocation_reason: revocation.reason });
+      .update({ status: "revoked", revoked_at: revocation.revokedAt, revocation_reason: revocation.reason }, ["sequence"]);
     await tx.raw("select registry_recompute_latest(?)", [baseDid]);
+    await appendRevocations(tx, changed.map((row) => row.sequence), revocation);
     await notifyChange(tx, baseDid);
     const rows: EntryRow[] = await addressed(tx("entries")).select("*").orderBy("version_key", "desc");
     return rows.map(entryFromRow);
   });
+}
+
+/**
+ * One log record per version this revocation changed (migration 0008), in sequence order, after
+ * latest was recomputed so each record says what latest became. Versions that were already
+ * revoked did not change and get none.
+ */
+async function appendRevocations(tx: Knex.Transaction, sequences: readonly string[], revocation: Revocation): Promise<void> {
+  for (const sequence of [...sequences].sort((a, b) => Number(BigInt(a) - BigInt(b)))) {
+    await tx.raw("select registry_log_append('entry.revoked', ?, ?, ?, ?, ?)", [
+      sequence,
+      revocation.did,
+      revocation.reason,
+      revocation.signature,
+      revocation.signer,
+    ]);
+  }
 }
 
 /** Tells every process's cache, on commit, that this entry changed (see change-feed.ts). */

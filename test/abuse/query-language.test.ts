@@ -1,6 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createCursorCodec } from "../../src/domain/page-cursor.js";
+import { createCursorCodec } from "../../src/discovery/page-cursor.js";
 import { startPublishingRegistry, type PublishingSetup, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient, type CallResult, type Protocol } from "../support/protocol-clients.js";
 import { expectClientError, timed } from "./client-error.js";

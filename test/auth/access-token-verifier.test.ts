@@ -6,7 +6,8 @@ import {
   createAccessTokenVerifier,
   type AccessTokenVerifier,
 } from "../../src/auth/access-token-verifier.js";
-import { createKnexAuthRepository, type AuthRepository } from "../../src/auth/auth-repository.js";
+import type { AuthRepository } from "../../src/auth/auth-repository.js";
+import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { createTokenIssuer, type TokenIssuer } from "../../src/auth/token-issuer.js";
 import { UnauthenticatedError, UnavailableError } from "../../src/errors.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKnexAuthRepository } from "../../src/auth/auth-repository.js";
+import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { createTokenIssuer } from "../../src/auth/token-issuer.js";
 import { runRootTokenCommand, type RootTokenCommandConfig } from "../../src/cli/root-token-command.js";
 import { UnauthenticatedError } from "../../src/errors.js";

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createAccessTokenVerifier } from "../../src/auth/access-token-verifier.js";
-import { createKnexAuthRepository, type AuthRepository } from "../../src/auth/auth-repository.js";
+import type { AuthRepository } from "../../src/auth/auth-repository.js";
+import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { createTokenIssuer, type TokenIssuer } from "../../src/auth/token-issuer.js";
 import {
   InvalidArgumentError,

@@ -10,7 +10,7 @@ import {
   type JWK,
 } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createKnexAuthRepository } from "../../src/auth/auth-repository.js";
+import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { PROTOCOLS, registryClient, type Protocol } from "../support/protocol-clients.js";
 import { rawWriteClient } from "../support/raw-authorization-client.js";
 import {

@@ -170,6 +170,14 @@ describe("the publisher's flow", () => {
     expect(JSON.parse(hidden.stdout).entries).toHaveLength(2);
     const shown = await cli(["discover", "--tag", name, "--include-revoked", "--json"]);
     expect(JSON.parse(shown.stdout).entries).toHaveLength(3);
+
+    const onlyRevoked = await cli(["discover", "--tag", name, "--where", "version = 1.2.0"]);
+    expect(onlyRevoked.code).toBe(0);
+    expect(onlyRevoked.stdout).toBe("");
+    expect(onlyRevoked.stderr).toMatch(/revoked entries are hidden: --include-revoked shows them/);
+    const byRevocation = await cli(["discover", "--tag", name, "--where", "revokedAt > 2020-01-01"]);
+    expect(byRevocation.stdout).toBe(`${did}@1.2.0\trevoked\tThe ${name} skill, 1.2.0\n`);
+    expect(byRevocation.stderr).toBe("");
   });
 });
 
@@ -325,6 +333,16 @@ describe("registry key generate --out", () => {
     expect(second.code).toBe(1);
     expect(second.stderr).toMatch(/already exists; refusing to overwrite/);
     expect(await readFile(file, "utf8")).toBe(written);
+  });
+
+  it("a key file's path given without @ is refused with how to name it", async () => {
+    const file = join(scratch.path, "hint.json");
+    expect((await cli(["key", "generate", "--out", file])).code).toBe(0);
+    const manifest = join(scratch.path, "hint-manifest.json");
+    await writeManifest(manifest, "9.9.9");
+    const result = await cli(["publish", manifest, "--key", file]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`to read the key file ${file}, write --key @${file}`);
   });
 
   it("prints the whole key without --out, as before", async () => {

@@ -40,6 +40,8 @@ const day = (e: EntryJson) => e.publishedAt.slice(0, 10);
 const at = (e: EntryJson) => Date.parse(e.publishedAt);
 const memory = (e: EntryJson) => e.data?.runtime?.memoryMb;
 const publisherB = () => seeded.publishers.b.did;
+/** The latest revocation time among the seeded entries (RFC 3339, so text order is time order). */
+const lastRevocation = (): string => seeded.all.map((e) => e.revokedAt).filter((t): t is string => t !== undefined).sort().at(-1)!;
 
 interface Case {
   readonly name: string;
@@ -95,6 +97,12 @@ const CASES: readonly Case[] = [
   { name: "isLatest = 'false' as a string", conditions: [{ field: "isLatest", op: "=", value: "false" }], ql: "SELECT * FROM entries WHERE is_latest = FALSE", expect: (e) => active(e) && !e.isLatest },
   { name: "status = revoked", ql: "SELECT * FROM entries WHERE status = 'revoked'", conditions: [{ field: "status", op: "=", value: "revoked" }], expect: (e) => e.status === "revoked" },
   { name: "status != active", ql: "SELECT * FROM entries WHERE status != 'active'", conditions: [{ field: "status", op: "!=", value: "active" }], expect: (e) => e.status !== "active" },
+  // revokedAt: only revoked entries have one; naming it shows revoked entries, as naming status does.
+  { name: "revokedAt IS NOT NULL finds the revocations", ql: "SELECT * FROM entries WHERE revoked_at IS NOT NULL", expect: (e) => e.revokedAt !== undefined },
+  { name: "revokedAt IS NULL is every entry never revoked", ql: "SELECT * FROM entries WHERE revoked_at IS NULL", expect: (e) => e.revokedAt === undefined },
+  { name: "revokedAt >= the last revocation: an incremental poll", ql: () => `SELECT * FROM entries WHERE revoked_at >= '${lastRevocation()}'`, conditions: () => [{ field: "revokedAt", op: ">=", value: lastRevocation() }], expect: (e) => e.revokedAt !== undefined && e.revokedAt >= lastRevocation() },
+  { name: "revokedAt after a date-only day", ql: "SELECT * FROM entries WHERE revoked_at > '2020-01-01'", conditions: [{ field: "revokedAt", op: ">", value: "2020-01-01" }], expect: (e) => e.revokedAt !== undefined },
+  { name: "NOT of a comparison with no revokedAt is true", ql: () => `SELECT * FROM entries WHERE NOT revoked_at >= '${lastRevocation()}'`, expect: (e) => !(e.revokedAt !== undefined && e.revokedAt >= lastRevocation()) },
   { name: "publisherDid =", ql: () => `SELECT * FROM entries WHERE publisher_did = '${publisherB()}'`, conditions: () => [{ field: "publisherDid", op: "=", value: publisherB() }], expect: (e) => active(e) && e.publisherDid === publisherB() },
   { name: "entryDid = (the interface's own example)", ql: "SELECT entry_did, entry_type FROM entries WHERE entry_did = 'did:reg:main:skill:web-search@1.2.0' LIMIT 5;", conditions: [{ field: "entryDid", op: "=", value: "did:reg:main:skill:web-search@1.2.0" }], expect: (e) => e.entryDid === "did:reg:main:skill:web-search@1.2.0" },
   { name: "name > in code-point order", ql: "SELECT * FROM entries WHERE name > 'translator'", conditions: [{ field: "name", op: ">", value: "translator" }], expect: (e) => active(e) && nameOf(e) > "translator" },
@@ -167,11 +175,17 @@ describe("query-language projection", () => {
     );
   });
 
-  it("SELECT * returns every column of an entry except data, signature and revocation details", async () => {
+  it("SELECT * returns every queryable column of an entry: not data, signature or the revocation reason", async () => {
     const [row] = await ql("SELECT * FROM entries WHERE entry_did = 'did:reg:main:skill:web-search@1.0.0'");
     const entry = seeded.all.find((e) => e.entryDid === "did:reg:main:skill:web-search@1.0.0")!;
-    const { data: _data, signature: _signature, revokedAt: _revokedAt, revocationReason: _reason, ...columns } = entry;
-    expect(row).toEqual({ ...columns, name: nameOf(entry) });
+    const { data: _data, signature: _signature, revocationReason: _reason, ...columns } = entry;
+    expect(row).toEqual({ ...columns, name: nameOf(entry), revokedAt: null });
+  });
+
+  it("SELECT revoked_at gives a revoked entry's time of revocation", async () => {
+    const rows = await ql("SELECT entry_did, revoked_at FROM entries WHERE status = 'revoked'");
+    const want = expected({ name: "", expect: (e) => e.status === "revoked" });
+    expect(rows).toEqual(want.map((e) => ({ entryDid: e.entryDid, revokedAt: e.revokedAt })));
   });
 });
 

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 import { startTestRegistry, type TestRegistry } from "../support/registry-fixture.js";
 import { registryClient, type RegistryCalls } from "../support/protocol-clients.js";
-import { parseQuery } from "../../src/domain/query-language/parser.js";
-import { checkQuery } from "../../src/domain/query-language/columns.js";
+import { parseQuery } from "../../src/discovery/query-language/parser.js";
+import { checkQuery } from "../../src/discovery/query-language/columns.js";
 import { planDiscovery } from "../../src/discovery/discovery-plan.js";
 import { structuredQuery } from "../../src/discovery/structured-conditions.js";
-import { filterSql, orderKeys } from "../../src/storage/discovery-sql.js";
+import { filterSql, orderKeys } from "../../src/discovery/discovery-sql.js";
 import { seedRegistry, type SeededRegistry } from "./discovery-fixture.js";
 
 /**

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { formatFieldPath, jsonValueProblems, keyProblem, numberProblem, textProblem } from "../../src/domain/json-input.js";
 import { validateEntry, type EntryInput } from "../../src/domain/entry-rules.js";
-import { checkQuery, dataKeyProblem, literalProblem } from "../../src/domain/query-language/columns.js";
-import { parseQuery } from "../../src/domain/query-language/parser.js";
-import { QueryError } from "../../src/domain/query-language/query-error.js";
+import { checkQuery, dataKeyProblem, literalProblem } from "../../src/discovery/query-language/columns.js";
+import { parseQuery } from "../../src/discovery/query-language/parser.js";
+import { QueryError } from "../../src/discovery/query-language/query-error.js";
 import { structuredQuery } from "../../src/discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../../src/errors.js";
 import { objectWithKeys } from "../abuse/abuse-transports.js";

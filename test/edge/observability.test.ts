@@ -4,7 +4,7 @@ import * as grpc from "@grpc/grpc-js";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport, createGrpcTransport } from "@connectrpc/connect-node";
 import { startRegistry, type RunningRegistry } from "../../src/app.js";
-import { createKnexAuthRepository } from "../../src/auth/auth-repository.js";
+import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { generateRootToken, generateRootTokenId, hashRootToken } from "../../src/auth/root-tokens.js";
 import { ConfigError, loadConfig, type RegistryConfig } from "../../src/config.js";
 import { createLogger, describeError } from "../../src/logger.js";

@@ -3,8 +3,8 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createTestDatabase, testRedisUrl, usesPostgres, type TestDatabase } from "../support/test-database.js";
 import { createMemoryBucketStore, type BucketStore } from "../../src/rate-limits/bucket-store.js";
-import { createPostgresBucketStore } from "../../src/rate-limits/postgres-bucket-store.js";
-import { createRedisBucketStore } from "../../src/rate-limits/redis-bucket-store.js";
+import { createPostgresBucketStore } from "../../src/storage/postgres-bucket-store.js";
+import { createRedisBucketStore } from "../../src/storage/redis-bucket-store.js";
 import { createRateLimiter } from "../../src/rate-limits/rate-limiter.js";
 import { createLogger } from "../../src/logger.js";
 

@@ -1,5 +1,5 @@
 import { startRegistry, type RunningRegistry } from "../../src/app.js";
-import { createKnexAuthRepository } from "../../src/auth/auth-repository.js";
+import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { generateRootToken, generateRootTokenId, hashRootToken } from "../../src/auth/root-tokens.js";
 import { loadConfig, type RegistryConfig } from "../../src/config.js";
 import type { Database } from "../../src/storage/database.js";

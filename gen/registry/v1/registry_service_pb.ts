@@ -254,7 +254,8 @@ export const DiscoverEntriesRequestSchema: GenMessage<DiscoverEntriesRequest> = 
 export type DiscoverCondition = Message<"registry.v1.DiscoverCondition"> & {
   /**
    * The entry field: entryDid, entryType, name, version, publisherDid, publishedAt, description,
-   * tags, contentHash, bondAmount, sequence, status, isLatest, or data.<key>[.<key>...].
+   * tags, contentHash, bondAmount, sequence, status, revokedAt, isLatest, or data.<key>[.<key>...].
+   * Naming status or revokedAt includes revoked entries, which are left out otherwise.
    *
    * @generated from field: string field = 1;
    */
@@ -262,7 +263,8 @@ export type DiscoverCondition = Message<"registry.v1.DiscoverCondition"> & {
 
   /**
    * One of = != > < >= <= IN CONTAINS. Comparisons use the field's own order: SemVer precedence
-   * for version, time for publishedAt, number for sequence, amount within one unit for bondAmount.
+   * for version, time for publishedAt and revokedAt, number for sequence, amount within one unit
+   * for bondAmount.
    * CONTAINS is membership for tags and a case-insensitive substring for text.
    *
    * @generated from field: string op = 2;

@@ -30,8 +30,8 @@ export function registerDiscoverCommand(program: Command, context: CliContext): 
   )
     .addHelpText(
       "after",
-      "\nRevoked entries are hidden unless a condition names status: --include-revoked, --status revoked,\n" +
-        "or --where 'status ...'. Fields and operators: docs/api.md (Discovery).",
+      "\nRevoked entries are hidden unless a condition names status or revokedAt: --include-revoked,\n" +
+        "--status revoked, or --where 'revokedAt > 2026-01-01'. Fields and operators: docs/api.md (Discovery).",
     )
     .action(async (options: DiscoverOptions) => {
       const { entryJson, runClientCommand, statusName } = await import("../client-command.js");
@@ -54,9 +54,17 @@ export function registerDiscoverCommand(program: Command, context: CliContext): 
           return;
         }
         for (const entry of items) context.stdout(`${entry.entryDid}\t${statusName(entry.status)}\t${entry.description}\n`);
+        if (items.length === 0 && !conditions.some(namesLifecycle)) {
+          context.stderr("no active entries match (revoked entries are hidden: --include-revoked shows them)\n");
+        }
         if (more) context.stderr(`${total}${totalIsLowerBound ? "+" : ""} match; --all or --limit <n> to see more\n`);
       });
     });
+}
+
+/** A condition that asks about revocation, so the registry includes revoked entries. */
+function namesLifecycle(condition: DiscoverConditionInput): boolean {
+  return condition.field === "status" || condition.field === "revokedAt";
 }
 
 function conditionsOf(options: DiscoverOptions): DiscoverConditionInput[] {

@@ -15,7 +15,7 @@ export function registerWaitCommand(program: Command, context: CliContext): void
     .command("wait")
     .description("wait until the registry is ready (GET /readyz answers 200); exit 5 if it is not within the timeout")
     .option("--timeout <duration>", "how long to wait: 30s, 500ms, 2m, or seconds", duration, 30_000)
-    .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:8080)")
+    .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:$PORT, 8080 without PORT)")
     .option("--json", 'print {"registry", "ready": true} on stdout')
     .action(async (options: WaitOptions) => {
     let registry: string;

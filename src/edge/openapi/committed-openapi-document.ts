@@ -1,7 +1,9 @@
 import type { DescService } from "@bufbuild/protobuf";
 import { AdminService } from "../../../gen/auth/v1/admin_service_pb.js";
 import { TokenService } from "../../../gen/auth/v1/token_service_pb.js";
+import { ChangeFeedService } from "../../../gen/registry/v1/change_feed_service_pb.js";
 import { RegistryService } from "../../../gen/registry/v1/registry_service_pb.js";
+import { TransparencyLogService } from "../../../gen/registry/v1/transparency_log_service_pb.js";
 import { ERROR_DETAIL_TYPES, routesFromServices, type RestRoute } from "../rest-transcoder.js";
 import { createOpenApiDocument, openApiText } from "./openapi-document.js";
 
@@ -17,7 +19,7 @@ import { createOpenApiDocument, openApiText } from "./openapi-document.js";
  */
 export function roleAllRoutes(): RestRoute[] {
   return routesFromServices(
-    [RegistryService, TokenService, AdminService].map((service: DescService) => ({
+    [RegistryService, ChangeFeedService, TransparencyLogService, TokenService, AdminService].map((service: DescService) => ({
       service,
       impl: Object.fromEntries(service.methods.map((method) => [method.localName, () => undefined])),
     })),

@@ -1,7 +1,7 @@
 import type { Knex } from "knex";
 
 /**
- * Token buckets of the read rate limit, shared by replicas (src/rate-limits/postgres-bucket-store.ts).
+ * Token buckets of the read rate limit, shared by replicas (src/storage/postgres-bucket-store.ts).
  * UNLOGGED: it is a record of the last seconds of traffic, so it skips the write-ahead log, and a
  * crash that empties it only gives every client a full bucket.
  */

@@ -5,6 +5,11 @@ import * as createEntryFunction from "./0003-create-entry-function.js";
 import * as discoveryIndexes from "./0004-discovery-indexes.js";
 import * as rateLimitBuckets from "./0005-rate-limit-buckets.js";
 import * as registrySecrets from "./0006-registry-secrets.js";
+import * as revokedAtIndex from "./0007-revoked-at-index.js";
+import * as changeLog from "./0008-change-log.js";
+import * as transparencyLog from "./0009-transparency-log.js";
+import * as createPlans from "./0010-create-plans.js";
+import * as logAppendLock from "./0011-log-append-lock.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -22,6 +27,11 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0004-discovery-indexes", discoveryIndexes],
   ["0005-rate-limit-buckets", rateLimitBuckets],
   ["0006-registry-secrets", registrySecrets],
+  ["0007-revoked-at-index", revokedAtIndex],
+  ["0008-change-log", changeLog],
+  ["0009-transparency-log", transparencyLog],
+  ["0010-create-plans", createPlans],
+  ["0011-log-append-lock", logAppendLock],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {

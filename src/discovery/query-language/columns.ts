@@ -1,30 +1,19 @@
-import { PROTO_KEY, textProblem } from "../json-input.js";
-import { parseVersion } from "../semver-order.js";
+import { ENTRY_STATUSES, fieldByColumn, QUERYABLE_FIELDS, type FieldKind } from "../../domain/entry-fields.js";
+import { PROTO_KEY, textProblem } from "../../domain/json-input.js";
+import { parseVersion } from "../../domain/semver-order.js";
 import { columnText, type Column, type Expr, type Literal, type Predicate, type Query } from "./ast.js";
 import { QueryError } from "./query-error.js";
 
 /** How a column's values compare, which decides the operators and literals it accepts. */
-export type ColumnKind = "text" | "semver" | "time" | "number" | "amount" | "tags" | "boolean" | "status" | "json";
+export type ColumnKind = FieldKind;
 
 /** Predicate operators as the checker names them: comparison symbols plus the keyword forms. */
 export type QueryOperator = "=" | "!=" | "<" | "<=" | ">" | ">=" | "IN" | "LIKE" | "IS NULL" | "CONTAINS";
 
-/** The columns of the `entries` table (CONTRACT 6), besides `data.<key>...` paths. */
-export const COLUMN_KINDS: Readonly<Record<string, ColumnKind>> = {
-  entry_did: "text",
-  entry_type: "text",
-  name: "text",
-  version: "semver",
-  publisher_did: "text",
-  published_at: "time",
-  description: "text",
-  tags: "tags",
-  content_hash: "text",
-  bond_amount: "amount",
-  sequence: "number",
-  status: "status",
-  is_latest: "boolean",
-};
+/** The queryable columns of the `entries` table (CONTRACT 6), from the field catalogue; `data.<key>...` paths besides. */
+export const COLUMN_KINDS: Readonly<Record<string, ColumnKind>> = Object.fromEntries(
+  QUERYABLE_FIELDS.map((field) => [field.column, field.kind]),
+);
 
 export const COLUMN_NAMES: readonly string[] = Object.keys(COLUMN_KINDS);
 
@@ -50,7 +39,7 @@ export const DATA_KEY_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
 
 /** What a string literal must be: Postgres text holds neither NUL nor unpaired UTF-16 surrogates. */
 const STORABLE_TEXT = "text without NUL characters or unpaired surrogates";
-const STATUSES: readonly string[] = ["active", "revoked"];
+const STATUSES: readonly string[] = ENTRY_STATUSES;
 const AMOUNT_PATTERN = /^[0-9]{1,30}(\.[0-9]{1,18})? [A-Z][A-Z0-9]{1,15}$/;
 const DATE_PATTERN = /^([0-9]{4})-([0-9]{2})-([0-9]{2})$/;
 const RFC3339_PATTERN = /^([0-9]{4}-[0-9]{2}-[0-9]{2})[Tt]([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?([Zz]|[+-]([0-9]{2}):([0-9]{2}))$/;
@@ -72,22 +61,39 @@ export function checkQuery(query: Query): CheckedQuery {
   return { query, selected, checked: true };
 }
 
+/**
+ * Why one predicate was refused, by the part at fault. The query language throws `error`, which
+ * points at the part's line and column; structured discover names the condition's field, op or
+ * value instead, in words built from `expected` or `operators`, which quote nothing from the request.
+ */
+export type PredicateProblem =
+  | { readonly part: "column" | "literal"; readonly error: QueryError; readonly expected: string }
+  | { readonly part: "operator"; readonly error: QueryError; readonly operators: readonly QueryOperator[] };
+
 /** The kind of a column, or a QueryError naming the valid columns. */
 export function kindOf(column: Column): ColumnKind {
-  if (column.kind === "data") {
-    column.path.forEach(checkDataKey(column));
-    return "json";
-  }
-  const kind = COLUMN_KINDS[column.name];
-  if (kind !== undefined) return kind;
-  throw QueryError.expected(column.position, `a column (${COLUMN_NAMES.join(", ")} or data.<key>)`, `unknown column '${column.name}'`);
+  const resolved = resolveColumn(column);
+  if (resolved.problem !== undefined) throw resolved.problem.error;
+  return resolved.kind;
 }
 
-function checkDataKey(column: Column) {
-  return (key: string): void => {
-    const problem = dataKeyProblem(key);
-    if (problem !== undefined) throw QueryError.expected(column.position, problem, `'${columnText(column)}'`);
-  };
+/** Why a column is refused (an unknown name, a data key that cannot be), or undefined when it is one. */
+export function columnProblem(column: Column): PredicateProblem | undefined {
+  return resolveColumn(column).problem;
+}
+
+type ResolvedColumn = { readonly kind: ColumnKind; readonly problem?: undefined } | { readonly kind?: undefined; readonly problem: PredicateProblem };
+
+function resolveColumn(column: Column): ResolvedColumn {
+  if (column.kind === "data") {
+    const expected = column.path.map(dataKeyProblem).find((problem) => problem !== undefined);
+    if (expected === undefined) return { kind: "json" };
+    return { problem: { part: "column", expected, error: QueryError.expected(column.position, expected, `'${columnText(column)}'`) } };
+  }
+  const kind = COLUMN_KINDS[column.name];
+  if (kind !== undefined) return { kind };
+  const expected = `a column (${COLUMN_NAMES.join(", ")} or data.<key>)`;
+  return { problem: { part: "column", expected, error: QueryError.expected(column.position, expected, `unknown column '${column.name}'`) } };
 }
 
 /**
@@ -105,10 +111,27 @@ function allColumns(): Column[] {
   return COLUMN_NAMES.map((name) => ({ kind: "column", name, position: { line: 1, column: 1 } }));
 }
 
+/** A column's operators: its kind's, and IS NULL where the column is NULL for some entries (revokedAt). */
+export function allowedOperators(column: Column, kind: ColumnKind): readonly QueryOperator[] {
+  const operators = ALLOWED_OPERATORS[kind];
+  return isNullable(column) && !operators.includes("IS NULL") ? [...operators, "IS NULL"] : operators;
+}
+
+/** Whether the column is NULL for some entries, rather than '' or a value. */
+export function isNullable(column: Column): boolean {
+  if (column.kind !== "column") return false;
+  const field = fieldByColumn(column.name);
+  return field !== undefined && "nullable" in field && field.nullable;
+}
+
 function checkOrderable(column: Column): void {
   const kind = kindOf(column);
   if (!ORDERABLE.has(kind)) {
     throw QueryError.expected(column.position, "a column that can be ordered", `${kind} column '${columnText(column)}'`);
+  }
+  // A keyset cursor compares positions, and NULL compares with nothing.
+  if (isNullable(column)) {
+    throw QueryError.expected(column.position, "a column that can be ordered", `'${columnText(column)}', which is null for some entries`);
   }
 }
 
@@ -127,34 +150,52 @@ function checkExpr(expr: Expr): void {
 }
 
 function checkPredicate(predicate: Predicate): void {
-  const kind = kindOf(predicate.column);
+  const problem = predicateProblem(predicate);
+  if (problem !== undefined) throw problem.error;
+}
+
+/**
+ * Why one predicate is refused, or undefined when it fits: its column first, then its operator for
+ * that column's kind, then its literals. Both discovery endpoints check their predicates here, so
+ * a condition means and refuses the same whether it came as query text or as structured JSON.
+ */
+export function predicateProblem(predicate: Predicate): PredicateProblem | undefined {
+  const resolved = resolveColumn(predicate.column);
+  if (resolved.problem !== undefined) return resolved.problem;
+  const { kind } = resolved;
   const operator = operatorOf(predicate);
-  if (!ALLOWED_OPERATORS[kind].includes(operator)) {
-    const allowed = ALLOWED_OPERATORS[kind].join(" ");
-    throw QueryError.expected(
-      predicate.position,
-      `an operator for ${kind} column '${columnText(predicate.column)}' (${allowed})`,
-      operator,
-    );
+  const operators = allowedOperators(predicate.column, kind);
+  if (!operators.includes(operator)) {
+    const expected = `an operator for ${kind} column '${columnText(predicate.column)}' (${operators.join(" ")})`;
+    return { part: "operator", operators, error: QueryError.expected(predicate.position, expected, operator) };
   }
   switch (predicate.kind) {
     case "comparison":
-      checkLiteral(predicate.column, kind, predicate.value);
-      return;
+      return literalMismatch(predicate.column, predicate.value, literalProblem(kind, predicate.value.value));
     case "in":
-      predicate.values.forEach((value) => checkLiteral(predicate.column, kind, value));
-      return;
+      for (const value of predicate.values) {
+        const problem = literalMismatch(predicate.column, value, literalProblem(kind, value.value));
+        if (problem !== undefined) return problem;
+      }
+      return undefined;
     case "contains":
-      checkContainsLiteral(predicate.column, kind, predicate.value);
-      return;
+      return literalMismatch(predicate.column, predicate.value, containsLiteralProblem(kind, predicate.value.value));
     case "like": {
       const problem = likePatternProblem(predicate.pattern);
-      if (problem !== undefined) throw QueryError.at(predicate.position, problem);
-      return;
+      if (problem === undefined) return undefined;
+      return { part: "literal", expected: LIKE_PATTERN, error: QueryError.at(predicate.position, problem) };
     }
     case "is_null":
-      return;
+      return undefined;
   }
+}
+
+/** What a LIKE pattern must be, said without quoting one (likePatternProblem says what is wrong). */
+const LIKE_PATTERN = `a LIKE pattern of ${STORABLE_TEXT} that does not end with a lone escape character '\\'`;
+
+function literalMismatch(column: Column, literal: Literal, expected: string | undefined): PredicateProblem | undefined {
+  if (expected === undefined) return undefined;
+  return { part: "literal", expected, error: mismatch(column, expected, literal) };
 }
 
 function operatorOf(predicate: Predicate): QueryOperator {
@@ -170,11 +211,6 @@ function operatorOf(predicate: Predicate): QueryOperator {
     case "contains":
       return "CONTAINS";
   }
-}
-
-function checkContainsLiteral(column: Column, kind: ColumnKind, literal: Literal): void {
-  const problem = containsLiteralProblem(kind, literal.value);
-  if (problem !== undefined) throw mismatch(column, problem, literal);
 }
 
 /** What a CONTAINS value should have been, or undefined when it fits. */
@@ -196,11 +232,6 @@ export function likePatternProblem(pattern: string): string | undefined {
   const trailingBackslashes = /\\*$/.exec(pattern)?.[0].length ?? 0;
   if (trailingBackslashes % 2 === 1) return "LIKE pattern must not end with a lone escape character '\\'";
   return undefined;
-}
-
-function checkLiteral(column: Column, kind: ColumnKind, literal: Literal): void {
-  const problem = literalProblem(kind, literal.value);
-  if (problem !== undefined) throw mismatch(column, problem, literal);
 }
 
 /** What the literal should have been, or undefined when it fits. */

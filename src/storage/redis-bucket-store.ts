@@ -1,5 +1,5 @@
-import type { BucketStore } from "./bucket-store.js";
-import { decisionAt, TIME_GRAIN_MS, tokenInterval } from "./gcra.js";
+import type { BucketStore } from "../rate-limits/bucket-store.js";
+import { decisionAt, TIME_GRAIN_MS, tokenInterval } from "../rate-limits/gcra.js";
 
 /**
  * The same rule as gcra.ts, as one script: Redis runs it atomically, on its own clock, and the key

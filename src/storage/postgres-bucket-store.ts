@@ -1,7 +1,7 @@
 import type { Knex } from "knex";
-import { preparedQuery } from "../storage/prepared-query.js";
-import type { BucketStore } from "./bucket-store.js";
-import { decisionAt, TIME_GRAIN_MS, tokenInterval } from "./gcra.js";
+import type { BucketStore } from "../rate-limits/bucket-store.js";
+import { decisionAt, TIME_GRAIN_MS, tokenInterval } from "../rate-limits/gcra.js";
+import { preparedQuery } from "./prepared-query.js";
 
 /**
  * One statement per decision, on the database's clock so replicas with skewed clocks agree. A new

@@ -7,7 +7,7 @@ import {
   createCursorCodec,
   cursorBinding,
   type CursorScalar,
-} from "../../src/domain/page-cursor.js";
+} from "../../src/discovery/page-cursor.js";
 
 const SECRET = "s".repeat(32);
 const OTHER_SECRET = new Uint8Array(32).fill(7);

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { InvalidArgumentError } from "../../src/errors.js";
-import { checkQuery, COLUMN_NAMES, isDateOrTime } from "../../src/domain/query-language/columns.js";
-import { tokenize } from "../../src/domain/query-language/lexer.js";
-import { MAX_LIMIT, MAX_NESTING, MAX_PREDICATES, MAX_QUERY_BYTES, parseQuery } from "../../src/domain/query-language/parser.js";
-import { QueryError } from "../../src/domain/query-language/query-error.js";
+import { checkQuery, COLUMN_NAMES, isDateOrTime } from "../../src/discovery/query-language/columns.js";
+import { tokenize } from "../../src/discovery/query-language/lexer.js";
+import { MAX_LIMIT, MAX_NESTING, MAX_PREDICATES, MAX_QUERY_BYTES, parseQuery } from "../../src/discovery/query-language/parser.js";
+import { QueryError } from "../../src/discovery/query-language/query-error.js";
 import { withoutPositions } from "../../src/discovery/discovery-plan.js";
 
 /** The tree without source positions, so expected trees stay readable. */
@@ -368,6 +368,8 @@ describe("checkQuery rejects", () => {
     ["SELECT * FROM entries WHERE status = 'deleted'", "1:38", "expected 'active' or 'revoked' for 'status', found string 'deleted'"],
     ["SELECT * FROM entries WHERE name = 'a' AND NOT (name = 'b' OR sequence = 'x''; --')", "1:74", "expected an integer for 'sequence', found string 'x''; --'"],
     ["SELECT * FROM entries ORDER BY tags", "1:32", "expected a column that can be ordered, found tags column 'tags'"],
+    ["SELECT * FROM entries ORDER BY revoked_at", "1:32", "expected a column that can be ordered, found 'revoked_at', which is null for some entries"],
+    ["SELECT * FROM entries WHERE published_at IS NULL", "1:29", "expected an operator for time column 'published_at' (= != < <= > >= IN), found IS NULL"],
   ];
 
   it.each(cases)("%j", (text, at, detail) => {

@@ -13,8 +13,9 @@
  * - A date-only time (`2026-01-01`) means that whole UTC day: `= day` is within it, `> day` after it.
  */
 import { parseVersion } from "../domain/semver-order.js";
-import type { Column, ComparisonOperator, Expr, Literal, LiteralValue, OrderItem, Predicate } from "../domain/query-language/ast.js";
-import { COLUMN_KINDS, type ColumnKind } from "../domain/query-language/columns.js";
+import type { Column, ComparisonOperator, Expr, Literal, LiteralValue, OrderItem, Predicate } from "./query-language/ast.js";
+import { fieldByColumn, fieldSpec, type EntryFieldSpec } from "../domain/entry-fields.js";
+import { COLUMN_KINDS, isNullable, type ColumnKind } from "./query-language/columns.js";
 
 /** SQL text with `?` placeholders and the values they bind, in order. */
 export interface SqlFragment {
@@ -52,6 +53,15 @@ export function filterSql(expr: Expr): SqlFragment {
 }
 
 function predicateSql(predicate: Predicate): SqlFragment {
+  if (predicate.kind === "is_null" && isNullable(predicate.column)) {
+    return fragment(`${columnName(predicate.column)} is ${predicate.negated ? "not " : ""}null`);
+  }
+  const sql = valuePredicateSql(predicate);
+  // NULL in a comparison is unknown, and NOT unknown is still unknown: two-valued, it is false.
+  return isNullable(predicate.column) ? fragment(`coalesce(${sql.sql}, false)`, sql.bindings) : sql;
+}
+
+function valuePredicateSql(predicate: Predicate): SqlFragment {
   const kind = kindOf(predicate.column);
   switch (predicate.kind) {
     case "comparison":
@@ -83,6 +93,27 @@ function columnName(column: Column): string {
   return column.name;
 }
 
+/** The catalogue's spec of a checked column. */
+function specOf(column: Column): EntryFieldSpec {
+  const field = fieldByColumn(columnName(column));
+  if (field === undefined) throw new Error(`unchecked column ${columnName(column)}`);
+  return fieldSpec(field);
+}
+
+/** The column that orders a SemVer column by precedence. */
+function sortColumnOf(column: Column): string {
+  const sortColumn = specOf(column).sortColumn;
+  if (sortColumn === undefined) throw new Error(`${columnName(column)} has no sort column`);
+  return sortColumn;
+}
+
+/** The value and unit columns of an amount column. */
+function amountColumnsOf(column: Column): { readonly value: string; readonly unit: string } {
+  const parts = specOf(column).amountColumns;
+  if (parts === undefined) throw new Error(`${columnName(column)} has no amount columns`);
+  return parts;
+}
+
 const SQL_OPERATOR: Readonly<Record<ComparisonOperator, string>> = { "=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">=" };
 
 function comparisonSql(kind: ColumnKind, column: Column, op: ComparisonOperator, value: LiteralValue): SqlFragment {
@@ -98,11 +129,11 @@ function comparisonSql(kind: ColumnKind, column: Column, op: ComparisonOperator,
     case "number":
       return fragment(`${columnName(column)} ${sqlOp} ?`, [kind === "number" ? String(value) : value]);
     case "semver":
-      return fragment(`version_key ${sqlOp} ?`, [versionKey(value)]);
+      return fragment(`${sortColumnOf(column)} ${sqlOp} ?`, [versionKey(value)]);
     case "time":
-      return timeSql(op, String(value));
+      return timeSql(columnName(column), op, String(value));
     case "amount":
-      return amountSql(op, String(value));
+      return amountSql(amountColumnsOf(column), op, String(value));
     case "json":
       return jsonComparisonSql(column, op, value);
     case "tags":
@@ -119,35 +150,35 @@ function versionKey(value: LiteralValue): string {
 const DATE_ONLY = /^[0-9]{4}-[0-9]{2}-[0-9]{2}$/;
 
 /** A date is the half-open UTC day [start, next); a time is an instant. */
-function timeSql(op: ComparisonOperator, value: string): SqlFragment {
+function timeSql(column: string, op: ComparisonOperator, value: string): SqlFragment {
   if (!DATE_ONLY.test(value)) {
     // Postgres parses RFC 3339 itself (leap seconds included), so the text is bound as it came.
-    return fragment(`published_at ${SQL_OPERATOR[op]} ?::timestamptz`, [value.toUpperCase()]);
+    return fragment(`${column} ${SQL_OPERATOR[op]} ?::timestamptz`, [value.toUpperCase()]);
   }
   const start = `${value}T00:00:00Z`;
   const next = new Date(Date.parse(start) + 86_400_000).toISOString();
   switch (op) {
     case "=":
-      return fragment("published_at >= ?::timestamptz and published_at < ?::timestamptz", [start, next]);
+      return fragment(`${column} >= ?::timestamptz and ${column} < ?::timestamptz`, [start, next]);
     case "!=":
-      return fragment("published_at < ?::timestamptz or published_at >= ?::timestamptz", [start, next]);
+      return fragment(`${column} < ?::timestamptz or ${column} >= ?::timestamptz`, [start, next]);
     case "<":
-      return fragment("published_at < ?::timestamptz", [start]);
+      return fragment(`${column} < ?::timestamptz`, [start]);
     case "<=":
-      return fragment("published_at < ?::timestamptz", [next]);
+      return fragment(`${column} < ?::timestamptz`, [next]);
     case ">":
-      return fragment("published_at >= ?::timestamptz", [next]);
+      return fragment(`${column} >= ?::timestamptz`, [next]);
     case ">=":
-      return fragment("published_at >= ?::timestamptz", [start]);
+      return fragment(`${column} >= ?::timestamptz`, [start]);
   }
 }
 
 /** Amounts order within one unit only: an entry without a bond, or in another unit, is neither less nor more. */
-function amountSql(op: ComparisonOperator, value: string): SqlFragment {
+function amountSql(columns: { readonly value: string; readonly unit: string }, op: ComparisonOperator, value: string): SqlFragment {
   const [amount, unit] = value.split(" ");
   // Any bond other than this one differs from it, whatever its unit.
-  if (op === "!=") return fragment("coalesce(not (bond_unit = ? and bond_value = ?::numeric), false)", [unit, amount]);
-  return fragment(`coalesce(bond_unit = ? and bond_value ${SQL_OPERATOR[op]} ?::numeric, false)`, [unit, amount]);
+  if (op === "!=") return fragment(`coalesce(not (${columns.unit} = ? and ${columns.value} = ?::numeric), false)`, [unit, amount]);
+  return fragment(`coalesce(${columns.unit} = ? and ${columns.value} ${SQL_OPERATOR[op]} ?::numeric, false)`, [unit, amount]);
 }
 
 function dataPath(column: Column): SqlFragment {
@@ -181,10 +212,8 @@ function likeSql(kind: ColumnKind, column: Column, pattern: string, negated: boo
   // Backslash is Postgres's default LIKE escape, matching docs/query-language.md.
   const like = negated ? "not like" : "like";
   switch (kind) {
-    case "semver":
-      return fragment(`version ${like} ?`, [pattern]);
     case "amount":
-      return fragment(`coalesce(nullif(bond_amount, '') ${like} ?, false)`, [pattern]);
+      return fragment(`coalesce(nullif(${columnName(column)}, '') ${like} ?, false)`, [pattern]);
     case "json": {
       const path = dataPath(column);
       return fragment(`coalesce(jsonb_typeof(${path.sql}) = 'string' and (${path.sql} #>> '{}') ${like} ?, false)`, [
@@ -203,7 +232,7 @@ function isNullSql(kind: ColumnKind, column: Column, negated: boolean): SqlFragm
   const not = negated ? "not " : "";
   switch (kind) {
     case "amount":
-      return fragment(`${not}(bond_value is null)`);
+      return fragment(`${not}(${amountColumnsOf(column).value} is null)`);
     case "json": {
       const path = dataPath(column);
       return fragment(`${not}(coalesce(jsonb_typeof(${path.sql}), 'null') = 'null')`, path.bindings);
@@ -247,15 +276,17 @@ export function orderKeys(order: readonly OrderItem[]): OrderKey[] {
     });
     switch (kindOf(column)) {
       case "semver":
-        return [key("version_key", "text")];
+        return [key(sortColumnOf(column), "text")];
       case "time":
-        return [key("published_at", "timestamptz")];
+        return [key(columnName(column), "timestamptz")];
       case "number":
         return [key(columnName(column), "bigint")];
       case "boolean":
         return [key(columnName(column), "boolean")];
-      case "amount":
-        return [key(`coalesce(bond_unit, '') collate "C"`, "text"), key("coalesce(bond_value, -1)", "numeric")];
+      case "amount": {
+        const parts = amountColumnsOf(column);
+        return [key(`coalesce(${parts.unit}, '') collate "C"`, "text"), key(`coalesce(${parts.value}, -1)`, "numeric")];
+      }
       case "json": {
         const path = dataPath(column);
         return [key(`coalesce(${path.sql}, 'null'::jsonb)`, "jsonb", path.bindings)];

@@ -1,0 +1,45 @@
+import type { StoredEntry } from "../entries/entry-repository.js";
+
+/** What a change did to its entry. */
+export type ChangeKind = "entry.created" | "entry.revoked";
+
+/** The signed request behind a revocation, as the log keeps it so a mirror can re-verify it. */
+export interface LoggedRevocation {
+  /** The DID as addressed, with or without "@version": what the signature covers. */
+  readonly did: string;
+  readonly reason: string;
+  /** Empty for revocations made before the log existed. */
+  readonly signature: string;
+  /** The did:key that signed it; empty when the signature is. */
+  readonly signer: string;
+}
+
+/** One record of the change log. */
+export interface LoggedChange {
+  /** Gapless from 0, in commit order. */
+  readonly index: bigint;
+  readonly kind: ChangeKind;
+  /** The entry right after the change. */
+  readonly entry: StoredEntry;
+  /** The version resolving the bare DID returned right after the change; "" when none. */
+  readonly latestVersion: string;
+  readonly revocation?: LoggedRevocation;
+  readonly loggedAt: Date;
+}
+
+export interface ChangePage {
+  readonly changes: readonly LoggedChange[];
+  /** The log's size when the page was read. */
+  readonly size: bigint;
+}
+
+/**
+ * Reads of the change log in domain words. Records are appended by the entry repository's writes,
+ * in the same transaction, so the log and the entries never disagree.
+ */
+export interface ChangeLogRepository {
+  /** Up to `limit` records with an index above `after` (from the first when undefined), oldest first. */
+  listChanges(after: bigint | undefined, limit: number): Promise<ChangePage>;
+  /** The number of records: the next record's index. */
+  size(): Promise<bigint>;
+}

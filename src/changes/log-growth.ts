@@ -1,0 +1,112 @@
+/**
+ * One process's view of the log's size, shared by all its watchers: however many streams are
+ * open, the database is asked once per hint (a notification of a commit, a write of this process)
+ * and once per poll, never once per watcher.
+ */
+export interface LogGrowth {
+  /** Resolves once the log has a record above `index`, or when `signal` aborts. */
+  waitBeyond(index: bigint, signal: AbortSignal): Promise<void>;
+  /** The log may have grown: read its size again. */
+  hint(): void;
+  close(): void;
+}
+
+export interface LogGrowthOptions {
+  /** Reads the log's size. */
+  readonly readSize: () => Promise<bigint>;
+  /**
+   * How often the size is read anyway while anyone waits: the safety net for a notification
+   * lost while the listening connection was down.
+   */
+  readonly pollMs: number;
+  readonly onError?: (error: unknown) => void;
+}
+
+interface Waiter {
+  readonly index: bigint;
+  readonly resolve: () => void;
+}
+
+export function createLogGrowth(options: LogGrowthOptions): LogGrowth {
+  let size = -1n;
+  let reading: Promise<void> | undefined;
+  let again = false;
+  const waiters = new Set<Waiter>();
+  let timer: NodeJS.Timeout | undefined;
+
+  function release(): void {
+    for (const waiter of waiters) {
+      // The last record's index is size - 1.
+      if (size - 1n > waiter.index) {
+        waiters.delete(waiter);
+        waiter.resolve();
+      }
+    }
+  }
+
+  function read(): void {
+    if (reading !== undefined) {
+      // A commit may have landed after the read in flight took its snapshot: read once more after it.
+      again = true;
+      return;
+    }
+    reading = options
+      .readSize()
+      .then((next) => {
+        if (next > size) size = next;
+        release();
+      })
+      .catch((error: unknown) => options.onError?.(error))
+      .finally(() => {
+        reading = undefined;
+        if (again) {
+          again = false;
+          read();
+        }
+      });
+  }
+
+  function schedulePoll(): void {
+    if (timer !== undefined || waiters.size === 0) return;
+    timer = setTimeout(() => {
+      timer = undefined;
+      if (waiters.size === 0) return;
+      read();
+      schedulePoll();
+    }, options.pollMs);
+    timer.unref();
+  }
+
+  return {
+    waitBeyond(index, signal) {
+      if (signal.aborted || size - 1n > index) return Promise.resolve();
+      return new Promise<void>((resolve) => {
+        const waiter: Waiter = {
+          index,
+          resolve: () => {
+            signal.removeEventListener("abort", onAbort);
+            resolve();
+          },
+        };
+        const onAbort = () => {
+          waiters.delete(waiter);
+          resolve();
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        waiters.add(waiter);
+        schedulePoll();
+        // The size this process knows may be stale: check once for this waiter.
+        read();
+      });
+    },
+    hint() {
+      // Nobody waits: the next waiter reads the size itself.
+      if (waiters.size > 0) read();
+    },
+    close() {
+      clearTimeout(timer);
+      for (const waiter of waiters) waiter.resolve();
+      waiters.clear();
+    },
+  };
+}

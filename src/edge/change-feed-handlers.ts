@@ -1,0 +1,35 @@
+import { create, type MessageInitShape } from "@bufbuild/protobuf";
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { ChangeLogService } from "../changes/change-log-service.js";
+import type { LoggedChange } from "../changes/change-log.js";
+import { ChangeSchema, type Change, type ChangeFeedService as ChangeFeedServiceDesc } from "../../gen/registry/v1/change_feed_service_pb.js";
+import { entryMessage } from "./registry-service-handlers.js";
+
+/** The change feed on every protocol: ListChanges (unary, REST GET /v1/changes) and WatchChanges (server streaming). */
+export function createChangeFeedServiceImpl(feed: ChangeLogService): ServiceImpl<typeof ChangeFeedServiceDesc> {
+  return {
+    async listChanges(request) {
+      const page = await feed.listChanges(request.after, request.limit);
+      return { changes: page.changes.map(changeMessage), size: page.size };
+    },
+
+    async *watchChanges(request, context: HandlerContext) {
+      for await (const change of feed.watchChanges(request.after, context.signal)) {
+        yield { change: changeMessage(change) };
+      }
+    },
+  };
+}
+
+/** A logged change as its message: the entry in the same form resolve returns it. */
+export function changeMessage(change: LoggedChange): Change {
+  const init: MessageInitShape<typeof ChangeSchema> = {
+    index: change.index,
+    kind: change.kind,
+    entry: entryMessage(change.entry),
+    latestVersion: change.latestVersion,
+    loggedAt: change.loggedAt.toISOString(),
+  };
+  if (change.revocation !== undefined) init.revocation = { ...change.revocation };
+  return create(ChangeSchema, init);
+}

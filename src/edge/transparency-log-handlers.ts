@@ -1,0 +1,39 @@
+import type { ServiceImpl } from "@connectrpc/connect";
+import type { TransparencyService } from "../changes/transparency-service.js";
+import type { TransparencyLogService } from "../../gen/registry/v1/transparency_log_service_pb.js";
+
+/** The log's published key, as GetLogKey answers it. */
+export interface PublishedLogKey {
+  readonly origin: string;
+  readonly verifierKey: string;
+  readonly publicKey: Uint8Array;
+}
+
+/** The transparency log's checkpoints, key and proofs on every protocol. */
+export function createTransparencyLogServiceImpl(log: TransparencyService, key: PublishedLogKey): ServiceImpl<typeof TransparencyLogService> {
+  return {
+    async getCheckpoint() {
+      const checkpoint = await log.latestCheckpoint();
+      return { checkpoint: checkpoint.note, treeSize: BigInt(checkpoint.size), rootHash: checkpoint.root };
+    },
+    getLogKey: () => ({ ...key }),
+    async getInclusionProof(request) {
+      const answer = await log.inclusion(Number(request.index), Number(request.treeSize));
+      return { index: BigInt(answer.index), treeSize: BigInt(answer.treeSize), record: answer.record, proof: [...answer.proof] };
+    },
+    async getConsistencyProof(request) {
+      const answer = await log.consistency(Number(request.fromSize), Number(request.toSize));
+      return { fromSize: BigInt(answer.fromSize), toSize: BigInt(answer.toSize), proof: [...answer.proof] };
+    },
+    async getEntryProof(request) {
+      const answer = await log.entryProof(request.did);
+      return {
+        index: BigInt(answer.index),
+        record: answer.record,
+        proof: [...answer.proof],
+        checkpoint: answer.checkpoint.note,
+        treeSize: BigInt(answer.treeSize),
+      };
+    },
+  };
+}

@@ -1,0 +1,117 @@
+import { sha256 } from "@noble/hashes/sha2.js";
+import { parseCheckpoint } from "../transparency/checkpoint.js";
+import { createMerkleHasher, type Sha256 } from "../transparency/merkle.js";
+import { openNote, parseVerifierKey, type NoteKey } from "../transparency/signed-note.js";
+import { verifyConsistency, verifyInclusion } from "../transparency/verify.js";
+import { verifyEd25519, verifyEntrySignature, verifyRevocationSignature } from "./signing.js";
+
+/**
+ * Verifiers of the registry's transparency log (docs/transparency.md), for Node and browsers:
+ * SHA-256 from @noble/hashes, Ed25519 with the registry's own rule (signing.ts).
+ */
+
+const browserSha256: Sha256 = (bytes) => sha256(bytes);
+const hasher = createMerkleHasher(browserSha256);
+
+export class LogVerificationError extends Error {}
+
+/** A checkpoint whose signature by the pinned log key verified. */
+export interface VerifiedCheckpoint {
+  readonly origin: string;
+  readonly treeSize: number;
+  readonly rootHash: Uint8Array;
+  /** The signed note as received, to keep as evidence or to compare with others. */
+  readonly note: string;
+}
+
+/** The log's key from its verifier key text (`<origin>+<key id>+<base64 key>`), as pinned by the caller. */
+export function parseLogKey(verifierKey: string): NoteKey {
+  try {
+    return parseVerifierKey(verifierKey, browserSha256);
+  } catch (error) {
+    throw new LogVerificationError(`not a log verifier key: ${(error as Error).message}`);
+  }
+}
+
+/** Opens a checkpoint note with the pinned key; refuses one not signed by it or not a checkpoint of its origin. */
+export async function verifyCheckpoint(note: string, logKey: NoteKey): Promise<VerifiedCheckpoint> {
+  let text: string;
+  try {
+    text = await openNote(note, logKey, (publicKey, message, signature) => verifyEd25519(signature, message, publicKey), browserSha256);
+  } catch (error) {
+    throw new LogVerificationError(`the checkpoint does not verify: ${(error as Error).message}`);
+  }
+  const checkpoint = parseCheckpoint(text);
+  if (checkpoint.origin !== logKey.name) throw new LogVerificationError(`the checkpoint is of ${checkpoint.origin}, not ${logKey.name}`);
+  return { origin: checkpoint.origin, treeSize: checkpoint.size, rootHash: checkpoint.rootHash, note };
+}
+
+/** A record of the log, parsed from the canonical bytes the log hashed. */
+export interface LogRecord {
+  readonly index: string;
+  readonly kind: "entry.created" | "entry.revoked";
+  readonly entry: Record<string, any>;
+  readonly latestVersion: string;
+  readonly revocation: { did: string; reason: string; signature: string; signer: string } | null;
+  readonly loggedAt: string;
+}
+
+export interface EntryProof {
+  readonly index: number | bigint;
+  readonly record: Uint8Array;
+  readonly proof: readonly Uint8Array[];
+  readonly checkpoint: string;
+  readonly treeSize: number | bigint;
+}
+
+/**
+ * Checks an entry version's proof (GetEntryProof, or GET /v1/log/entries/{did}) end to end:
+ *  1. the checkpoint is signed by the pinned log key;
+ *  2. the record is in that checkpoint's tree at its index (RFC 9162 inclusion);
+ *  3. the record is about `did`, at the index it claims;
+ *  4. the publisher's signature over the entry verifies, and a revocation's signature too when the
+ *     log kept it.
+ * Returns the verified record and checkpoint; throws LogVerificationError naming the first failure.
+ */
+export async function verifyEntryProof(did: string, answer: EntryProof, logKey: NoteKey): Promise<{ record: LogRecord; checkpoint: VerifiedCheckpoint }> {
+  const checkpoint = await verifyCheckpoint(answer.checkpoint, logKey);
+  const index = Number(answer.index);
+  if (Number(answer.treeSize) !== checkpoint.treeSize) throw new LogVerificationError("the proof is not against the checkpoint it came with");
+  if (!verifyInclusion(hasher.leafHash(answer.record), index, checkpoint.treeSize, answer.proof, checkpoint.rootHash, hasher)) {
+    throw new LogVerificationError(`record ${index} is not in the checkpoint's tree: its inclusion proof does not verify`);
+  }
+  const record = JSON.parse(new TextDecoder().decode(answer.record)) as LogRecord;
+  if (record.index !== String(index)) throw new LogVerificationError(`the record says index ${record.index}, not ${index}`);
+  if (record.entry.entryDid !== did) throw new LogVerificationError(`the record is about ${record.entry.entryDid}, not ${did}`);
+  const entry = record.entry;
+  const signed = await verifyEntrySignature(
+    {
+      entryDid: entry.entryDid,
+      entryType: entry.entryType,
+      version: entry.version,
+      publisherDid: entry.publisherDid,
+      publishedAt: entry.publishedAt,
+      description: entry.description,
+      tags: entry.tags,
+      data: entry.data ?? {},
+      contentHash: entry.contentHash,
+      bondAmount: entry.bondAmount,
+    },
+    entry.signature,
+  );
+  if (!signed) throw new LogVerificationError("the publisher's signature over the entry does not verify");
+  const revocation = record.revocation;
+  if (revocation !== null && revocation.signature !== "") {
+    if (!(await verifyRevocationSignature(revocation.did, revocation.reason, revocation.signature, revocation.signer))) {
+      throw new LogVerificationError("the revocation's signature does not verify");
+    }
+  }
+  return { record, checkpoint };
+}
+
+/** Checks that a newer checkpoint extends an older one (RFC 9162 consistency); both must be verified already. */
+export function verifyCheckpointsConsistent(older: VerifiedCheckpoint, newer: VerifiedCheckpoint, proof: readonly Uint8Array[]): void {
+  if (!verifyConsistency(older.treeSize, newer.treeSize, older.rootHash, newer.rootHash, proof, hasher)) {
+    throw new LogVerificationError(`the log's checkpoint of size ${newer.treeSize} does not extend the one of size ${older.treeSize}: it rewrote history`);
+  }
+}

@@ -1,0 +1,99 @@
+import type { Knex } from "knex";
+import type { ChangeKind, ChangeLogRepository, LoggedChange } from "../changes/change-log.js";
+import { ENTRY_FIELDS } from "../domain/entry-fields.js";
+import { translateDriverErrors } from "./driver-errors.js";
+import { entryFromRow, type EntryRow } from "./entry-row.js";
+
+/** A row of `registry_log` (migration 0008) as the `pg` driver returns it. */
+/** The columns a change is read from; not `record`, the bytes the tree hashes, which only tiles and proofs need. */
+export const LOG_ROW_COLUMNS = [
+  "log_index",
+  "kind",
+  "entry_state",
+  "latest_version",
+  "revocation_did",
+  "revocation_reason",
+  "revocation_signature",
+  "revocation_signer",
+  "logged_at",
+] as const;
+
+export interface LogRow {
+  log_index: string;
+  kind: ChangeKind;
+  entry_state: Record<string, unknown>;
+  latest_version: string;
+  revocation_did: string | null;
+  revocation_reason: string | null;
+  revocation_signature: string | null;
+  revocation_signer: string | null;
+  logged_at: Date;
+}
+
+export function createKnexChangeLog(knex: Knex): ChangeLogRepository {
+  return {
+    listChanges: (after, limit) =>
+      translateDriverErrors(async () => {
+        // One snapshot for the page and the size, so the size is never below the page's end.
+        return knex.transaction(
+          async (tx) => {
+            const rows: LogRow[] = await tx("registry_log")
+              .select(...LOG_ROW_COLUMNS)
+              .where("log_index", ">", after === undefined ? "-1" : after.toString())
+              .orderBy("log_index")
+              .limit(limit);
+            return { changes: rows.map(changeFromRow), size: await logSize(tx) };
+          },
+          { isolationLevel: "repeatable read", readOnly: true },
+        );
+      }),
+
+    size: () =>
+      translateDriverErrors(async () => {
+        return logSize(knex);
+      }),
+  };
+}
+
+/** The number of records: indexes are gapless from 0, so the largest plus one (migration 0011). */
+async function logSize(db: Knex | Knex.Transaction): Promise<bigint> {
+  const [row] = await db("registry_log").max({ last: "log_index" });
+  const last = (row as { last: string | null } | undefined)?.last;
+  return last === null || last === undefined ? 0n : BigInt(last) + 1n;
+}
+
+/** A record of registry_log as the change it is. */
+export function changeFromRow(row: LogRow): LoggedChange {
+  const change: LoggedChange = {
+    index: BigInt(row.log_index),
+    kind: row.kind,
+    entry: entryFromRow(entryRowFromState(row.entry_state)),
+    latestVersion: row.latest_version,
+    loggedAt: row.logged_at,
+  };
+  if (row.kind !== "entry.revoked") return change;
+  return {
+    ...change,
+    revocation: {
+      did: row.revocation_did ?? "",
+      reason: row.revocation_reason ?? "",
+      signature: row.revocation_signature ?? "",
+      signer: row.revocation_signer ?? "",
+    },
+  };
+}
+
+/**
+ * The entries row a record kept, from its JSON form (to_jsonb): times come back as text and
+ * bigints as numbers, which the row mapper expects as Date and text.
+ */
+function entryRowFromState(state: Record<string, unknown>): EntryRow {
+  const row: Record<string, unknown> = { ...state };
+  for (const field of ENTRY_FIELDS) {
+    const value = state[field.column];
+    if (value === null || value === undefined) continue;
+    if (field.kind === "time") row[field.column] = new Date(value as string);
+    else if (field.kind === "number") row[field.column] = String(value);
+  }
+  return row as unknown as EntryRow;
+}

@@ -1,0 +1,80 @@
+import { describe, expect, it } from "vitest";
+import { ScalarType } from "@bufbuild/protobuf";
+import { EntrySchema } from "../../gen/registry/v1/entry_pb.js";
+import { ENTRY_FIELDS, fieldSpec, MESSAGE_FIELDS, QUERYABLE_FIELDS, type FieldKind } from "../../src/domain/entry-fields.js";
+import { COLUMN_KINDS } from "../../src/discovery/query-language/columns.js";
+import { entrySigningPayload } from "../../src/domain/signing-payload.js";
+import { CONDITION_FIELDS } from "../../src/discovery/structured-conditions.js";
+
+/**
+ * The field catalogue is the one list of an entry's fields; these tests hold the places that
+ * cannot derive from it (the proto, which is the API's source of truth, and the signed payload,
+ * a versioned format) to the same list.
+ */
+
+/** The proto shape each kind is carried in. */
+const PROTO_SHAPE: Readonly<Record<FieldKind, string>> = {
+  text: "string",
+  semver: "string",
+  time: "string",
+  amount: "string",
+  status: "string",
+  number: "int64",
+  boolean: "bool",
+  tags: "repeated string",
+  json: "google.protobuf.Struct",
+};
+
+function protoShape(field: (typeof EntrySchema.fields)[number]): string {
+  if (field.fieldKind === "list") return `repeated ${field.scalar === ScalarType.STRING ? "string" : "?"}`;
+  if (field.fieldKind === "message") return field.message.typeName;
+  if (field.fieldKind !== "scalar") return field.fieldKind;
+  return ({ [ScalarType.STRING]: "string", [ScalarType.INT64]: "int64", [ScalarType.BOOL]: "bool" } as Record<number, string>)[field.scalar] ?? "?";
+}
+
+describe("the field catalogue", () => {
+  it("names every field of the Entry message, with its JSON name, shape and presence", () => {
+    const fromProto = EntrySchema.fields.map((field) => ({
+      name: field.jsonName,
+      shape: protoShape(field),
+      nullable: field.proto.proto3Optional === true,
+    }));
+    const fromCatalogue = MESSAGE_FIELDS.map((field) => ({
+      name: field.name,
+      shape: PROTO_SHAPE[field.kind],
+      nullable: fieldSpec(field).nullable === true,
+    }));
+    expect(fromCatalogue).toEqual(fromProto);
+  });
+
+  it("signs exactly the fields marked signed: the payload is a versioned format, changed on purpose", () => {
+    const payload = JSON.parse(
+      new TextDecoder().decode(
+        entrySigningPayload({
+          entryDid: "did:reg:main:skill:a@1.0.0",
+          entryType: "skill",
+          version: "1.0.0",
+          publisherDid: "did:key:z6Mk",
+          publishedAt: "2026-01-01T00:00:00Z",
+          contentHash: `sha256:${"0".repeat(64)}`,
+        }),
+      ),
+    ) as Record<string, unknown>;
+    const signedNames = ENTRY_FIELDS.filter((field) => fieldSpec(field).signed === true).map((field) => field.name);
+    expect(Object.keys(payload).filter((key) => key !== "payloadType").sort()).toEqual([...signedNames].sort());
+  });
+
+  it("gives discovery its columns and condition fields, and only queryable ones", () => {
+    expect(COLUMN_KINDS).toEqual(Object.fromEntries(QUERYABLE_FIELDS.map((field) => [field.column, field.kind])));
+    expect(Object.keys(CONDITION_FIELDS)).toEqual(QUERYABLE_FIELDS.map((field) => field.name));
+    expect(Object.keys(COLUMN_KINDS)).not.toContain("signature");
+    expect(Object.keys(COLUMN_KINDS)).toContain("revoked_at");
+  });
+
+  it("declares each column and name once", () => {
+    const columns = ENTRY_FIELDS.map((field) => field.column);
+    const names = ENTRY_FIELDS.map((field) => field.name);
+    expect(new Set(columns).size).toBe(columns.length);
+    expect(new Set(names).size).toBe(names.length);
+  });
+});
