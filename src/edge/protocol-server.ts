@@ -55,9 +55,14 @@ const HTTP2_PREFACE = Buffer.from("PRI * HTTP/2.0");
 const CLOSE_GRACE_MS = 1_000;
 
 /**
- * On shutdown, bytes that reached the kernel before the signal may not have been read yet. A
- * connection is only deemed idle, and the listener (with its backlog) only closed, after this
+ * On shutdown, bytes and connections that reached the kernel before the signal may not have been
+ * read or accepted yet. A connection is only deemed idle, and the listener only closed, after this
  * much quiet, which spans several turns of the event loop even on a loaded machine.
+ *
+ * The listener's quiet is counted from its last accept, not from the signal: libuv accepts one
+ * connection per turn of the event loop, so under load a backlog of connections the kernel has
+ * completed (and whose clients have sent their requests) drains at the loop's pace, one every few
+ * milliseconds. Closing the listener earlier would reset every connection still queued.
  */
 const SHUTDOWN_LINGER_MS = 250;
 
@@ -117,6 +122,9 @@ export function createProtocolServer(
   const isTrustedProxy = createTrustedProxyTest(limits.trustProxy);
   let closingSince: number | undefined;
   let handingOver: Connection | undefined;
+  /** When the listener last handed over a connection (including ones refused at once). */
+  let lastAcceptAt = 0;
+  let listenerClosed = false;
 
   h1.on("request", (req: http.IncomingMessage, res: http.ServerResponse) => {
     const connection = connections.get(req.socket);
@@ -156,6 +164,7 @@ export function createProtocolServer(
   }
 
   const front = net.createServer({ noDelay: true }, (socket) => {
+    lastAcceptAt = Date.now();
     const connection = admit(socket);
     if (connection === undefined) return;
     socket.on("error", () => socket.destroy());
@@ -188,7 +197,10 @@ export function createProtocolServer(
   });
   if (limits.maxConnections > 0) front.maxConnections = limits.maxConnections;
   // Connections node itself drops at front.maxConnections.
-  front.on("drop", () => onRefusal("total-cap"));
+  front.on("drop", () => {
+    lastAcceptAt = Date.now();
+    onRefusal("total-cap");
+  });
   // After listening, the only errors are failed accepts (out of file descriptors, memory): libuv
   // keeps accepting afterwards, and unheard they would end the process.
   front.on("error", () => {});
@@ -239,6 +251,7 @@ export function createProtocolServer(
 
   function sweep() {
     const now = Date.now();
+    if (closingSince !== undefined) maybeStopListening();
     for (const connection of connections.values()) {
       if (connection.socket.destroyed) continue;
       if (connection.closeRequestedAt !== undefined) {
@@ -249,6 +262,21 @@ export function createProtocolServer(
     }
   }
 
+  /** While closing: closes the listener once it has accepted nothing for the linger (see SHUTDOWN_LINGER_MS). */
+  function maybeStopListening() {
+    const quiet = () => Date.now() - Math.max(lastAcceptAt, closingSince ?? 0) >= SHUTDOWN_LINGER_MS;
+    if (listenerClosed || !quiet()) return;
+    // Checked again once this turn's I/O has run: a queued connection is accepted there.
+    afterPendingIo(() => {
+      if (!listenerClosed && quiet()) stopListening();
+    });
+  }
+
+  function stopListening() {
+    listenerClosed = true;
+    front.close();
+  }
+
   function checkUndetected(connection: Connection, now: number) {
     if (now - connection.acceptedAt > limits.firstBytesTimeoutMs) {
       connection.socket.destroy();
@@ -256,7 +284,9 @@ export function createProtocolServer(
     }
     // While closing, a connection that has sent nothing after the linger never will in time.
     else if (closingSince !== undefined && connection.socket.bytesRead === 0 && now - Math.max(connection.acceptedAt, closingSince) >= SHUTDOWN_LINGER_MS) {
-      connection.socket.destroy();
+      afterPendingIo(() => {
+        if (connection.socket.bytesRead === 0) connection.socket.destroy();
+      });
     }
   }
 
@@ -347,14 +377,13 @@ export function createProtocolServer(
       for (const { res } of connection.requests.values()) if (!res.headersSent) res.setHeader("connection", "close");
     }
     clearInterval(sweeper);
+    // Connections waiting in the backlog are accepted (and answered) until the listener is quiet.
     sweeper = setInterval(sweep, SHUTDOWN_TICK_MS);
-    // Connections waiting in the backlog are accepted (and answered) until the linger is over.
-    const stopListening = setTimeout(() => front.close(), SHUTDOWN_LINGER_MS);
     const deadline = setTimeout(() => {
+      if (!listenerClosed) stopListening();
       for (const connection of connections.values()) connection.socket.destroy();
     }, graceMs);
     return done.finally(() => {
-      clearTimeout(stopListening);
       clearTimeout(deadline);
       clearInterval(sweeper);
     });
@@ -385,6 +414,15 @@ function refuseWhileClosing(res: http.ServerResponse) {
     connection: "close",
   });
   res.end(SHUTTING_DOWN_BODY);
+}
+
+/**
+ * Runs `action` once this turn of the event loop has read the sockets that are ready. Timers run
+ * before I/O in a turn, so after the loop was blocked for longer than the linger, a timer would see
+ * "nothing read" for bytes (and connections) that the kernel has held all along, and reset them.
+ */
+function afterPendingIo(action: () => void): void {
+  setImmediate(action);
 }
 
 /** Often enough that no deadline is overshot by more than a quarter of the shortest one (and never by over a second). */
