@@ -16,7 +16,7 @@ export const EXIT = {
   auth: 4,
   /** The registry could not be reached or failed (unavailable, internal, deadline_exceeded, ...). */
   serverOrNetwork: 5,
-  /** A proof or signature from the transparency log did not verify (registry verify). */
+  /** A proof or signature from the transparency log did not verify (registry verify, registry mirror). */
   unverified: 6,
 } as const;
 
@@ -28,7 +28,7 @@ export const EXIT_CODES_HELP = `Exit codes:
   3  not found
   4  auth: unauthenticated or permission_denied (log in again, or check the token's scopes)
   5  server or network: the registry could not be reached, timed out or failed
-  6  unverified: a transparency-log proof or a signature did not verify (registry verify)`;
+  6  unverified: a transparency-log proof or a signature did not verify (registry verify, mirror)`;
 
 /** The exit code of a failed registry call, by its Connect code. */
 export function exitCodeOf(code: RegistryErrorCode): number {

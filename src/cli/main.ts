@@ -12,6 +12,7 @@ import { registerMigrateCommand } from "./commands/migrate.js";
 import { registerPublishCommand } from "./commands/publish.js";
 import { registerQueryCommand } from "./commands/query.js";
 import { registerResolveCommand } from "./commands/resolve.js";
+import { registerMirrorCommand } from "./commands/mirror.js";
 import { registerVerifyCommand } from "./commands/verify.js";
 import { registerRevokeCommand } from "./commands/revoke.js";
 import { registerRootTokenCommand } from "./commands/root-token.js";
@@ -58,6 +59,7 @@ function createProgram(context: CliContext): Command {
   registerPublishCommand(program, context);
   registerResolveCommand(program, context);
   registerVerifyCommand(program, context);
+  registerMirrorCommand(program, context);
   registerVersionsCommand(program, context);
   registerRevokeCommand(program, context);
   registerDiscoverCommand(program, context);

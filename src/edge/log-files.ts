@@ -1,7 +1,7 @@
 import { Code, ConnectError } from "@connectrpc/connect";
 import type { TransparencyService } from "../changes/transparency-service.js";
 import type { TreeStore } from "../changes/transparency-log.js";
-import { encodeTile, parseTilePath, storedHashesInTile, tileWidth, TILE_WIDTH } from "../transparency/tiles.js";
+import { encodeEntryBundle, encodeTile, parseTilePath, storedHashesInTile, tileWidth, TILE_WIDTH } from "../transparency/tiles.js";
 import { negotiateEncoding } from "./compression.js";
 import type { HttpExchange } from "./http-exchange.js";
 import { writeRestError } from "./rest-transcoder.js";
@@ -59,22 +59,8 @@ export function createLogFiles(options: LogFilesOptions): LogFiles {
     if (tile.width > available) throw new ConnectError(`${exchange.path} is beyond the latest checkpoint's tree (size ${size})`, Code.NotFound);
     const body =
       tile.kind === "entries"
-        ? entryBundle(await store.records(tile.index * TILE_WIDTH, tile.width))
+        ? encodeEntryBundle(await store.records(tile.index * TILE_WIDTH, tile.width))
         : encodeTile(await store.readHashes(storedHashesInTile(tile)));
     exchange.respond(200, { "content-type": "application/octet-stream", "cache-control": IMMUTABLE }, body);
   }
-}
-
-/** Records back to back, each after its length as a big-endian uint16 (records are at most 64 KiB). */
-function entryBundle(records: readonly Uint8Array[]): Uint8Array {
-  const bytes = new Uint8Array(records.reduce((sum, record) => sum + 2 + record.length, 0));
-  let offset = 0;
-  for (const record of records) {
-    if (record.length > 0xffff) throw new RangeError(`a record of ${record.length} bytes does not fit an entry bundle`);
-    bytes[offset] = record.length >> 8;
-    bytes[offset + 1] = record.length & 0xff;
-    bytes.set(record, offset + 2);
-    offset += 2 + record.length;
-  }
-  return bytes;
 }

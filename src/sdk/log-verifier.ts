@@ -80,9 +80,33 @@ export async function verifyEntryProof(did: string, answer: EntryProof, logKey: 
   if (!verifyInclusion(hasher.leafHash(answer.record), index, checkpoint.treeSize, answer.proof, checkpoint.rootHash, hasher)) {
     throw new LogVerificationError(`record ${index} is not in the checkpoint's tree: its inclusion proof does not verify`);
   }
-  const record = JSON.parse(new TextDecoder().decode(answer.record)) as LogRecord;
+  const record = parseLogRecord(answer.record);
   if (record.index !== String(index)) throw new LogVerificationError(`the record says index ${record.index}, not ${index}`);
   if (record.entry.entryDid !== did) throw new LogVerificationError(`the record is about ${record.entry.entryDid}, not ${did}`);
+  await verifyRecordSignatures(record);
+  return { record, checkpoint };
+}
+
+/** A record from the bytes the log hashed; throws LogVerificationError when they are not one. */
+export function parseLogRecord(bytes: Uint8Array): LogRecord {
+  let record: LogRecord;
+  try {
+    record = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes)) as LogRecord;
+  } catch (error) {
+    throw new LogVerificationError(`a record is not JSON: ${(error as Error).message}`);
+  }
+  const kinds = ["entry.created", "entry.revoked"];
+  if (typeof record !== "object" || record === null || typeof record.entry !== "object" || record.entry === null || !kinds.includes(record.kind) || !/^(0|[1-9]\d*)$/.test(String(record.index))) {
+    throw new LogVerificationError("a record lacks its index, kind or entry");
+  }
+  return record;
+}
+
+/**
+ * Checks the signatures a record carries: the publisher's over the entry, and the revocation's
+ * when the log kept it (revocations made before the log existed have none).
+ */
+export async function verifyRecordSignatures(record: LogRecord): Promise<void> {
   const entry = record.entry;
   const signed = await verifyEntrySignature(
     {
@@ -98,15 +122,14 @@ export async function verifyEntryProof(did: string, answer: EntryProof, logKey: 
       bondAmount: entry.bondAmount,
     },
     entry.signature,
-  );
-  if (!signed) throw new LogVerificationError("the publisher's signature over the entry does not verify");
+  ).catch(() => false);
+  if (!signed) throw new LogVerificationError(`record ${record.index}: the publisher's signature over the entry does not verify`);
   const revocation = record.revocation;
   if (revocation !== null && revocation.signature !== "") {
-    if (!(await verifyRevocationSignature(revocation.did, revocation.reason, revocation.signature, revocation.signer))) {
-      throw new LogVerificationError("the revocation's signature does not verify");
+    if (!(await verifyRevocationSignature(revocation.did, revocation.reason, revocation.signature, revocation.signer).catch(() => false))) {
+      throw new LogVerificationError(`record ${record.index}: the revocation's signature does not verify`);
     }
   }
-  return { record, checkpoint };
 }
 
 /** Checks that a newer checkpoint extends an older one (RFC 9162 consistency); both must be verified already. */

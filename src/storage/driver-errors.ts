@@ -54,7 +54,7 @@ export async function translateDriverErrors<T>(work: () => Promise<T>): Promise<
 }
 
 /** The domain error for a driver failure. */
-function translatedDriverError(error: unknown): Error {
+export function translatedDriverError(error: unknown): Error {
   if (error instanceof RegistryError) return error;
   const code = sqlStateOf(error);
   if (code === QUERY_CANCELED) {

@@ -1,6 +1,6 @@
 import type { Knex } from "knex";
 import type { SignedCheckpoint, TreeHead, TreeStore } from "../changes/transparency-log.js";
-import { storedHashIndex, type StoredHashAddress } from "../transparency/stored-hashes.js";
+import { storedHashIndex, type StoredHash, type StoredHashAddress } from "../transparency/stored-hashes.js";
 import { translateDriverErrors } from "./driver-errors.js";
 import { changeFromRow, LOG_ROW_COLUMNS, type LogRow } from "./knex-change-log.js";
 
@@ -9,23 +9,33 @@ interface HeadRow {
   root: Buffer;
 }
 
+/** Reads stored hashes of registry_tree_hashes, by address; throws when one is missing. */
+export const storedHashReader = (db: Knex | Knex.Transaction) => async (addresses: readonly StoredHashAddress[]) => {
+  const keys = addresses.map(storedHashIndex);
+  const rows: { stored_index: string; hash: Buffer }[] = await db("registry_tree_hashes")
+    .select("stored_index", "hash")
+    .whereIn("stored_index", [...new Set(keys)].map(String));
+  const byKey = new Map(rows.map((row) => [Number(row.stored_index), new Uint8Array(row.hash)]));
+  return keys.map((key) => {
+    const hash = byKey.get(key);
+    if (hash === undefined) throw new Error(`stored hash ${key} is missing`);
+    return hash;
+  });
+};
+
+/** Writes a tree's growth: its new stored hashes and its new head. */
+export async function writeTreeGrowth(tx: Knex.Transaction, storedHashes: readonly StoredHash[], head: TreeHead): Promise<void> {
+  await tx.raw(
+    "insert into registry_tree_hashes (stored_index, hash) select k, decode(h, 'hex') from unnest(?::bigint[], ?::text[]) as v(k, h)",
+    [storedHashes.map((hash) => String(storedHashIndex(hash))), storedHashes.map((hash) => hex(hash.hash))],
+  );
+  await tx("registry_tree_head").update({ size: String(head.size), root: Buffer.from(head.root) });
+}
+
 /** The transparency log's tables (migration 0009) through knex. */
 export function createKnexTreeStore(knex: Knex): TreeStore {
-  const readHashes = (db: Knex | Knex.Transaction) => async (addresses: readonly StoredHashAddress[]) => {
-    const keys = addresses.map(storedHashIndex);
-    const rows: { stored_index: string; hash: Buffer }[] = await db("registry_tree_hashes")
-      .select("stored_index", "hash")
-      .whereIn("stored_index", [...new Set(keys)].map(String));
-    const byKey = new Map(rows.map((row) => [Number(row.stored_index), new Uint8Array(row.hash)]));
-    return keys.map((key) => {
-      const hash = byKey.get(key);
-      if (hash === undefined) throw new Error(`stored hash ${key} is missing`);
-      return hash;
-    });
-  };
-
   return {
-    readHashes: (addresses) => translateDriverErrors(() => readHashes(knex)(addresses)),
+    readHashes: (addresses) => translateDriverErrors(() => storedHashReader(knex)(addresses)),
 
     integrate: (work) =>
       translateDriverErrors(() =>
@@ -36,7 +46,7 @@ export function createKnexTreeStore(knex: Knex): TreeStore {
           const treeHead: TreeHead = { size: Number(head.size), root: new Uint8Array(head.root) };
           return work({
             head: treeHead,
-            readHashes: readHashes(tx),
+            readHashes: storedHashReader(tx),
             async pendingChanges(limit) {
               const rows: LogRow[] = await tx("registry_log")
                 .select(...LOG_ROW_COLUMNS)
@@ -46,15 +56,11 @@ export function createKnexTreeStore(knex: Knex): TreeStore {
               return rows.map(changeFromRow);
             },
             async write({ storedHashes, records, head: next, checkpoint }) {
-              await tx.raw(
-                "insert into registry_tree_hashes (stored_index, hash) select k, decode(h, 'hex') from unnest(?::bigint[], ?::text[]) as v(k, h)",
-                [storedHashes.map((hash) => String(storedHashIndex(hash))), storedHashes.map((hash) => hex(hash.hash))],
-              );
+              await writeTreeGrowth(tx, storedHashes, next);
               await tx.raw(
                 "update registry_log as l set record = decode(v.h, 'hex') from unnest(?::bigint[], ?::text[]) as v(i, h) where l.log_index = v.i",
                 [records.map((record) => String(record.index)), records.map((record) => hex(record.bytes))],
               );
-              await tx("registry_tree_head").update({ size: String(next.size), root: Buffer.from(next.root) });
               await tx("registry_checkpoints").insert({ size: String(checkpoint.size), root: Buffer.from(checkpoint.root), note: checkpoint.note });
             },
           });

@@ -138,6 +138,36 @@ export function decodeTile(bytes: Uint8Array): Uint8Array[] {
   return Array.from({ length: bytes.length / HASH_SIZE }, (_, i) => bytes.slice(i * HASH_SIZE, (i + 1) * HASH_SIZE));
 }
 
+/** An entry bundle (tile/entries/N): records back to back, each after its length as a big-endian uint16. */
+export function encodeEntryBundle(records: readonly Uint8Array[]): Uint8Array {
+  const bytes = new Uint8Array(records.reduce((sum, record) => sum + 2 + record.length, 0));
+  let offset = 0;
+  for (const record of records) {
+    if (record.length > 0xffff) throw new RangeError(`a record of ${record.length} bytes does not fit an entry bundle`);
+    bytes[offset] = record.length >> 8;
+    bytes[offset + 1] = record.length & 0xff;
+    bytes.set(record, offset + 2);
+    offset += 2 + record.length;
+  }
+  return bytes;
+}
+
+/** The records of an entry bundle; throws a RangeError when its lengths do not add up to its size. */
+export function decodeEntryBundle(bytes: Uint8Array): Uint8Array[] {
+  const records: Uint8Array[] = [];
+  let offset = 0;
+  while (offset < bytes.length) {
+    if (offset + 2 > bytes.length) throw new RangeError(`an entry bundle ends inside a record's length, at byte ${offset}`);
+    const length = (bytes[offset]! << 8) | bytes[offset + 1]!;
+    const end = offset + 2 + length;
+    if (end > bytes.length) throw new RangeError(`record ${records.length} of an entry bundle runs past its end`);
+    records.push(bytes.slice(offset + 2, end));
+    offset = end;
+  }
+  if (records.length > TILE_WIDTH) throw new RangeError(`an entry bundle holds at most ${TILE_WIDTH} records, not ${records.length}`);
+  return records;
+}
+
 /**
  * A HashReader over tiles of the tree of `size` leaves, for a server that keeps tiles or a client
  * that fetches them. Each tile a batch needs is read once, at its width in that tree.

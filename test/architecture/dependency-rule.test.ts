@@ -14,7 +14,7 @@ import { describe, expect, it } from "vitest";
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The inner rings: interfaces in domain words and pure logic. */
-const CAPABILITY_FOLDERS = ["src/domain", "src/entries", "src/discovery", "src/auth", "src/rate-limits", "src/changes", "src/transparency"];
+const CAPABILITY_FOLDERS = ["src/domain", "src/entries", "src/discovery", "src/auth", "src/rate-limits", "src/changes", "src/transparency", "src/mirror"];
 
 /** The outer rings: adapters, protocols, the command line, instrumentation, the composition root. */
 const OUTER_PATHS = ["src/storage/", "src/edge/", "src/cli/", "src/observability/", "src/app.ts"];

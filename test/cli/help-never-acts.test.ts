@@ -25,6 +25,7 @@ it.each([
   [["revoke", "did:reg:main:skill:x@1.0.0", "--reason", "r", "-h"], "revoke"],
   [["login", "--root-token", "rt_x", "--help"], "login"],
   [["wait", "--help"], "wait"],
+  [["mirror", "--from", "http://127.0.0.1:9", "--help"], "mirror"],
   [["help"], ""],
   [["--help"], ""],
   [["-h"], ""],

@@ -3,7 +3,9 @@ import { nodeMerkleHasher as hasher } from "../../src/transparency/node-merkle-h
 import { consistencyProof, inclusionProof, rootHash } from "../../src/transparency/proofs.js";
 import { appendLeaves, type HashReader, type StoredHashAddress } from "../../src/transparency/stored-hashes.js";
 import {
+  decodeEntryBundle,
   decodeTile,
+  encodeEntryBundle,
   encodeTile,
   entryBundlePath,
   parseTilePath,
@@ -137,5 +139,21 @@ describe("proofs served from tiles", async () => {
     expect(() => decodeTile(new Uint8Array(33))).toThrow(RangeError);
     expect(() => decodeTile(new Uint8Array(0))).toThrow(RangeError);
     expect(() => decodeTile(new Uint8Array(257 * 32))).toThrow(RangeError);
+  });
+});
+
+describe("entry bundles", () => {
+  it("round-trip records of any length up to 64 KiB, the empty record included", () => {
+    const records = [new Uint8Array(0), new TextEncoder().encode('{"index":"1"}'), new Uint8Array(0xffff).fill(7)];
+    const bundle = encodeEntryBundle(records);
+    expect(Array.from(bundle.subarray(0, 4))).toEqual([0, 0, 0, 13]);
+    expect(decodeEntryBundle(bundle)).toEqual(records);
+  });
+
+  it("refuse a record too long to frame, and bundles whose lengths do not add up", () => {
+    expect(() => encodeEntryBundle([new Uint8Array(0x10000)])).toThrow(RangeError);
+    expect(() => decodeEntryBundle(Uint8Array.of(0))).toThrow(/inside a record's length/);
+    expect(() => decodeEntryBundle(Uint8Array.of(0, 5, 1, 2))).toThrow(/runs past its end/);
+    expect(() => decodeEntryBundle(new Uint8Array(257 * 2))).toThrow(/at most 256 records/);
   });
 });

@@ -9,7 +9,7 @@ import type { Knex } from "knex";
  * primary key). The guarantee is the same: indexes are assigned in commit order, with no holes,
  * because the lock is released only once the transaction's insert is visible to everyone.
  */
-const LOG_APPEND_LOCK = 7_302_004_817;
+export const LOG_APPEND_LOCK = 7_302_004_817;
 
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`

@@ -1,0 +1,203 @@
+import { validateEntry } from "../domain/entry-rules.js";
+import { InvalidArgumentError } from "../errors.js";
+import {
+  LogVerificationError,
+  parseLogRecord,
+  verifyCheckpoint,
+  verifyCheckpointsConsistent,
+  verifyRecordSignatures,
+  type VerifiedCheckpoint,
+} from "../sdk/log-verifier.js";
+import { hashesEqual, type MerkleHasher } from "../transparency/merkle.js";
+import type { NoteKey } from "../transparency/signed-note.js";
+import { appendLeaves } from "../transparency/stored-hashes.js";
+import { verifyConsistency } from "../transparency/verify.js";
+import { MirrorRefusedError, type MirroredChange, type MirrorPosition, type MirrorStore } from "./mirror-store.js";
+
+/** The registry being mirrored: its signed checkpoint, proofs and records (c2sp.org/tlog-tiles and /v1/log). */
+export interface LogSource {
+  /** Where it is, for messages. */
+  readonly url: string;
+  /** Its latest checkpoint, as the signed note it serves. */
+  checkpoint(): Promise<string>;
+  /** The RFC 9162 consistency proof between two of its tree sizes. */
+  consistencyProof(fromSize: number, toSize: number): Promise<Uint8Array[]>;
+  /** Records [from, from + count) of its tree of `treeSize` leaves, as the bytes it hashed. */
+  records(from: number, count: number, treeSize: number): Promise<Uint8Array[]>;
+}
+
+export interface LogMirrorOptions {
+  readonly source: LogSource;
+  readonly store: MirrorStore;
+  /** The source log's key, pinned by whoever runs the mirror. */
+  readonly logKey: NoteKey;
+  readonly hasher: MerkleHasher;
+  /** Records written per transaction. */
+  readonly batch?: number;
+}
+
+/** One catch-up: the records mirrored, [from, to), and the source's checkpoint they reach. */
+export interface MirrorStep {
+  readonly from: number;
+  readonly to: number;
+  readonly checkpoint: VerifiedCheckpoint;
+}
+
+export interface LogMirror {
+  /**
+   * Brings this database up to the source's latest checkpoint. Throws MirrorRefusedError, having
+   * written nothing unproved, when the source's checkpoint, history or records do not verify.
+   */
+  catchUp(): Promise<MirrorStep>;
+}
+
+/**
+ * Follows another registry's transparency log into this database (docs/feed.md, "Mirroring").
+ * Nothing is taken on the source's word:
+ *  - every checkpoint must be signed by the pinned key, and extend the last one this database
+ *    holds (a consistency proof), or the source has shown two histories;
+ *  - every record must carry valid signatures and a valid entry;
+ *  - each batch is written only once its records, appended to this database's tree, give a tree
+ *    that the source's checkpoint extends (a consistency proof from the batch's end to the
+ *    checkpoint; at the checkpoint itself, the same root).
+ * So the mirror's log is, record for record and byte for byte, a prefix of the source's.
+ */
+export function createLogMirror(options: LogMirrorOptions): LogMirror {
+  const { source, store, logKey, hasher } = options;
+  const batch = options.batch ?? 512;
+
+  async function latestCheckpoint(): Promise<VerifiedCheckpoint> {
+    try {
+      return await verifyCheckpoint(await source.checkpoint(), logKey);
+    } catch (error) {
+      if (error instanceof LogVerificationError) throw new MirrorRefusedError(`${source.url}: ${error.message}`);
+      throw error;
+    }
+  }
+
+  /** The checkpoint this database last took from the source, which must be one of the pinned log's. */
+  async function heldCheckpoint(position: MirrorPosition): Promise<VerifiedCheckpoint | undefined> {
+    if (position.logSize !== position.tree.size) {
+      throw new MirrorRefusedError(`this database's log has ${position.logSize} records but its tree ${position.tree.size}: it is not a mirror`);
+    }
+    if (position.logSize === 0) return undefined;
+    if (position.checkpointNote === undefined) throw new MirrorRefusedError("this database has a log but no checkpoint: it is not a mirror");
+    try {
+      return await verifyCheckpoint(position.checkpointNote, logKey);
+    } catch {
+      throw new MirrorRefusedError(`this database holds another log than ${logKey.name}: its checkpoint is not signed by the pinned key`);
+    }
+  }
+
+  async function checkExtends(held: VerifiedCheckpoint, latest: VerifiedCheckpoint): Promise<void> {
+    if (latest.treeSize < held.treeSize) {
+      throw new MirrorRefusedError(`${source.url} shows a tree of ${latest.treeSize} records, smaller than the ${held.treeSize} it signed before`);
+    }
+    if (latest.treeSize === held.treeSize) {
+      if (!hashesEqual(latest.rootHash, held.rootHash)) throw new MirrorRefusedError(`${source.url} signed two different trees of ${held.treeSize} records`);
+      return;
+    }
+    try {
+      verifyCheckpointsConsistent(held, latest, await source.consistencyProof(held.treeSize, latest.treeSize));
+    } catch (error) {
+      if (error instanceof LogVerificationError) throw new MirrorRefusedError(`${source.url}: ${error.message}`);
+      throw error;
+    }
+  }
+
+  async function appendBatch(from: number, count: number, latest: VerifiedCheckpoint): Promise<void> {
+    const records = await source.records(from, count, latest.treeSize);
+    if (records.length !== count) throw new MirrorRefusedError(`${source.url} served ${records.length} records for ${count}`);
+    const changes = await Promise.all(records.map((bytes, i) => mirroredChange(bytes, from + i)));
+    const end = from + count;
+    const proof = end < latest.treeSize ? await source.consistencyProof(end, latest.treeSize) : [];
+    await store.append({
+      changes,
+      checkpointNote: end === latest.treeSize ? latest.note : undefined,
+      async extend(tree) {
+        if (tree.head.size !== from) throw new MirrorRefusedError(`this database's log moved while mirroring (${tree.head.size} records, expected ${from})`);
+        const appended = await appendLeaves(from, records.map((bytes) => hasher.leafHash(bytes)), tree, hasher);
+        const proved =
+          end === latest.treeSize
+            ? hashesEqual(appended.root, latest.rootHash)
+            : verifyConsistency(end, latest.treeSize, appended.root, latest.rootHash, proof, hasher);
+        if (!proved) {
+          throw new MirrorRefusedError(`records [${from}, ${end}) from ${source.url} are not the ones its checkpoint of ${latest.treeSize} records commits to`);
+        }
+        return { storedHashes: appended.storedHashes, head: { size: appended.size, root: appended.root } };
+      },
+    });
+  }
+
+  return {
+    async catchUp() {
+      const position = await store.position();
+      const held = await heldCheckpoint(position);
+      const latest = await latestCheckpoint();
+      if (held !== undefined) await checkExtends(held, latest);
+      if (position.tree.size > latest.treeSize) {
+        throw new MirrorRefusedError(`this database holds ${position.tree.size} records, more than ${source.url}'s ${latest.treeSize}`);
+      }
+      if (position.tree.size === latest.treeSize && !hashesEqual(position.tree.root, latest.rootHash)) {
+        throw new MirrorRefusedError(`this database's tree of ${latest.treeSize} records is not ${source.url}'s`);
+      }
+      for (let from = position.tree.size; from < latest.treeSize; from += batch) {
+        await appendBatch(from, Math.min(batch, latest.treeSize - from), latest);
+      }
+      return { from: position.tree.size, to: latest.treeSize, checkpoint: latest };
+    },
+  };
+}
+
+/** A record checked as its source's registry checked it when it was written, ready to store. */
+async function mirroredChange(bytes: Uint8Array, index: number): Promise<MirroredChange> {
+  try {
+    const record = parseLogRecord(bytes);
+    if (record.index !== String(index)) throw new LogVerificationError(`record ${index} says it is record ${record.index}`);
+    await verifyRecordSignatures(record);
+    const entry = record.entry;
+    const loggedAt = new Date(record.loggedAt);
+    const valid = validateEntry(
+      {
+        entryDid: entry.entryDid,
+        entryType: entry.entryType,
+        version: entry.version,
+        publisherDid: entry.publisherDid,
+        publishedAt: entry.publishedAt,
+        description: entry.description,
+        tags: entry.tags,
+        data: entry.data,
+        contentHash: entry.contentHash,
+        bondAmount: entry.bondAmount,
+        signature: entry.signature,
+      },
+      // The source's types are its own choice; its clock at the time is the record's.
+      { entryTypes: [String(entry.entryType)], now: loggedAt },
+    );
+    const status = record.kind === "entry.created" ? "active" : "revoked";
+    if (entry.status !== status) throw new LogVerificationError(`record ${index} (${record.kind}) leaves its entry ${String(entry.status)}`);
+    return {
+      index,
+      kind: record.kind,
+      bytes,
+      entry: valid,
+      state: {
+        sequence: BigInt(entry.sequence),
+        status,
+        revokedAt: entry.revokedAt === null ? null : new Date(entry.revokedAt),
+        revocationReason: entry.revocationReason ?? null,
+        isLatest: entry.isLatest === true,
+      },
+      latestVersion: String(record.latestVersion),
+      ...(record.revocation === null ? {} : { revocation: record.revocation }),
+      loggedAt,
+    };
+  } catch (error) {
+    if (error instanceof LogVerificationError) throw new MirrorRefusedError(error.message);
+    if (error instanceof InvalidArgumentError) throw new MirrorRefusedError(`record ${index} holds an entry this registry would refuse: ${error.message}`);
+    if (error instanceof SyntaxError || error instanceof RangeError || error instanceof TypeError) {
+      throw new MirrorRefusedError(`record ${index} is malformed: ${error.message}`);
+    }
+    throw error;
+  }
+}

@@ -1,0 +1,110 @@
+import type { Knex } from "knex";
+import { MirrorRefusedError, type MirroredChange, type MirrorStore } from "../mirror/mirror-store.js";
+import { isUniqueViolation, translatedDriverError } from "./driver-errors.js";
+import { createArgumentsOf, type EntryRow } from "./entry-row.js";
+import { storedHashReader, writeTreeGrowth } from "./knex-tree-store.js";
+import { LOG_APPEND_LOCK } from "./migrations/0011-log-append-lock.js";
+
+/**
+ * A mirror's writes through knex: each batch of the source's records lands in the entries, the
+ * change log (with the source's record bytes) and the tree in one transaction, holding the log's
+ * append lock and the tree's row so no local write or integration interleaves.
+ */
+export function createKnexMirrorStore(knex: Knex): MirrorStore {
+  return {
+    async position() {
+      try {
+        const [log] = await knex("registry_log").max({ last: "log_index" });
+        const last = (log as { last: string | null } | undefined)?.last;
+        const head: { size: string; root: Buffer } = await knex("registry_tree_head").select("size", "root").first();
+        const checkpoint: { note: string } | undefined = await knex("registry_checkpoints").select("note").orderBy("size", "desc").first();
+        return {
+          logSize: last === null || last === undefined ? 0 : Number(last) + 1,
+          tree: { size: Number(head.size), root: new Uint8Array(head.root) },
+          checkpointNote: checkpoint?.note,
+        };
+      } catch (error) {
+        throw translatedDriverError(error);
+      }
+    },
+
+    async append({ changes, extend, checkpointNote }) {
+      try {
+        await knex.transaction(async (tx) => {
+          await tx.raw("select pg_advisory_xact_lock(?)", [LOG_APPEND_LOCK]);
+          const head: { size: string; root: Buffer } = await tx("registry_tree_head").select("size", "root").forUpdate().first();
+          const [log] = await tx("registry_log").max({ last: "log_index" });
+          const last = (log as { last: string | null } | undefined)?.last;
+          const logSize = last === null || last === undefined ? 0 : Number(last) + 1;
+          if (logSize !== Number(head.size)) throw new MirrorRefusedError(`this database's log has ${logSize} records but its tree ${head.size}: it is not a mirror`);
+          const grown = await extend({ head: { size: Number(head.size), root: new Uint8Array(head.root) }, readHashes: storedHashReader(tx) });
+          for (const change of changes) await applyChange(tx, change);
+          await writeTreeGrowth(tx, grown.storedHashes, grown.head);
+          if (checkpointNote !== undefined) {
+            await tx("registry_checkpoints").insert({ size: String(grown.head.size), root: Buffer.from(grown.head.root), note: checkpointNote });
+          }
+          // Caches and live change feeds of servers on this database learn of the changes as of a local write.
+          for (const baseDid of new Set(changes.map((change) => change.entry.baseDid))) {
+            await tx.raw("select pg_notify('registry_entry_changes', ?)", [baseDid]);
+          }
+        });
+      } catch (error) {
+        if (error instanceof MirrorRefusedError) throw error;
+        if (isUniqueViolation(error)) {
+          throw new MirrorRefusedError("a version in the source's log is already in this database outside its log: mirror into a database of its own");
+        }
+        throw translatedDriverError(error);
+      }
+    },
+  };
+}
+
+/** The change applied to its entry, then recorded at its index with the source's bytes. */
+async function applyChange(tx: Knex.Transaction, change: MirroredChange): Promise<void> {
+  const { entry, state } = change;
+  if (change.kind === "entry.created") {
+    await tx("entry_names")
+      .insert({ base_did: entry.baseDid, entry_type: entry.entryType, name: entry.name, publisher_did: entry.publisherDid })
+      .onConflict("base_did")
+      .ignore();
+    const owner: { publisher_did: string } = await tx("entry_names").select("publisher_did").where("base_did", entry.baseDid).first();
+    if (owner.publisher_did !== entry.publisherDid) throw new MirrorRefusedError(`record ${change.index}: ${entry.baseDid} belongs to another publisher here`);
+    const row: EntryRow = {
+      ...createArgumentsOf(entry),
+      sequence: state.sequence.toString(),
+      status: state.status,
+      revoked_at: state.revokedAt,
+      revocation_reason: state.revocationReason,
+      is_latest: state.isLatest,
+    };
+    await tx("entries").insert({ ...row, data: JSON.stringify(row.data) });
+  } else {
+    const updated = await tx("entries")
+      .update({ status: state.status, revoked_at: state.revokedAt, revocation_reason: state.revocationReason })
+      .where("entry_did", entry.entryDid)
+      .andWhere("status", "active");
+    if (updated !== 1) throw new MirrorRefusedError(`record ${change.index} revokes ${entry.entryDid}, which is not an active entry here`);
+  }
+  await tx("entries")
+    .update({ is_latest: tx.raw("version = ?", [change.latestVersion]) })
+    .where("base_did", entry.baseDid)
+    .andWhereRaw("is_latest <> (version = ?)", [change.latestVersion]);
+  const revocation = change.revocation;
+  await tx.raw(
+    `insert into registry_log (log_index, kind, base_did, entry_state, latest_version, revocation_did,
+                               revocation_reason, revocation_signature, revocation_signer, logged_at, record)
+     select ?, ?, e.base_did, to_jsonb(e), ?, ?, ?, ?, ?, ?, ? from entries e where e.entry_did = ?`,
+    [
+      String(change.index),
+      change.kind,
+      change.latestVersion,
+      revocation?.did ?? null,
+      revocation?.reason ?? null,
+      revocation?.signature ?? null,
+      revocation?.signer ?? null,
+      change.loggedAt,
+      Buffer.from(change.bytes),
+      entry.entryDid,
+    ],
+  );
+}

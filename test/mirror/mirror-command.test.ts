@@ -1,0 +1,193 @@
+import { spawn } from "node:child_process";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import type { Knex } from "knex";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { openDatabase, type Database } from "../../src/storage/database.js";
+import { childEnv, PROJECT_ROOT, REGISTRY_BIN, runCli, temporaryDirectory } from "../support/child-processes.js";
+import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
+import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+
+/**
+ * `registry mirror --from <url>` against a running source registry: a fresh database catches up
+ * (more than one tile of records, a revocation among them), follows as the source grows, and ends
+ * with the source's log, entries and tree, record for record. A source whose records do not match
+ * its signed checkpoint, or a key that did not sign it, is refused with nothing written.
+ */
+
+const FIRST_BATCH = 300;
+let source: PublishingSetup;
+let logKey: string;
+
+beforeAll(async () => {
+  source = await startPublishingRegistry(["registry.publish.skill"], { logIntegrateMs: 50, logOrigin: "source.test/log" });
+  await publish(0, FIRST_BATCH);
+  await revoke(`did:reg:main:skill:mirrored-7@1.0.0`, "superseded");
+  logKey = ((await (await fetch(`${source.registry.url}/v1/log/key`)).json()) as { verifierKey: string }).verifierKey;
+  await checkpointReaches(FIRST_BATCH + 1);
+}, 120_000);
+afterAll(async () => {
+  await source?.close();
+});
+
+async function publish(from: number, to: number): Promise<void> {
+  for (let start = from; start < to; start += 50) {
+    await Promise.all(
+      Array.from({ length: Math.min(50, to - start) }, async (_, i) => {
+        const entry = await source.publisher.entry(`mirrored-${start + i}`, "1.0.0");
+        const response = await fetch(`${source.registry.url}/v1/entries`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" },
+          body: JSON.stringify(entry),
+        });
+        expect(response.status, await response.text()).toBe(201);
+      }),
+    );
+  }
+}
+
+async function revoke(did: string, reason: string): Promise<void> {
+  const revocation = await source.publisher.revocation(did, reason);
+  const response = await fetch(`${source.registry.url}/v1/entries/${encodeURIComponent(did)}`, {
+    method: "DELETE",
+    headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" },
+    body: JSON.stringify(revocation),
+  });
+  expect(response.status).toBe(200);
+}
+
+async function checkpointReaches(size: number): Promise<void> {
+  for (let attempt = 0; attempt < 400; attempt++) {
+    const body = (await (await fetch(`${source.registry.url}/v1/log/checkpoint`)).json()) as { treeSize?: string };
+    if (Number(body.treeSize ?? 0) >= size) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`the source's checkpoint did not reach ${size} records`);
+}
+
+/** A database for a mirror: a fresh Postgres database, or an embedded one in a directory of its own. */
+async function mirrorDatabase(): Promise<{ env: Record<string, string>; open(): Promise<{ knex: Knex; close(): Promise<void> }>; remove(): Promise<void> }> {
+  if (process.env.DATABASE_URL) {
+    const db: TestDatabase = await createTestDatabase();
+    return { env: { DATABASE_URL: db.url! }, open: async () => ({ knex: db.database.knex, close: async () => {} }), remove: () => db.drop() };
+  }
+  const dir = await temporaryDirectory("registry-mirror-");
+  return {
+    env: { DATABASE_URL: "", REGISTRY_DATA_DIR: dir.path },
+    async open() {
+      const database: Database = await openDatabase({ dataDir: dir.path });
+      return { knex: database.knex, close: () => database.close() };
+    },
+    remove: () => dir.remove(),
+  };
+}
+
+const LOG_COLUMNS = ["log_index", "kind", "base_did", "entry_state", "latest_version", "revocation_did", "revocation_reason", "revocation_signature", "revocation_signer", "logged_at", "record"];
+
+/**
+ * What must be identical in source and mirror: the log with its record bytes, the entries, the
+ * tree's head. All but `created_at`, which says when each database stored the row.
+ */
+async function stateOf(knex: Knex) {
+  const withoutCreatedAt = ({ created_at: _, ...row }: Record<string, unknown>) => row;
+  const log = await knex("registry_log").select(LOG_COLUMNS).orderBy("log_index");
+  return {
+    log: log.map((row) => ({ ...row, entry_state: withoutCreatedAt(row.entry_state) })),
+    entries: (await knex("entries").select("*").orderBy("sequence")).map(withoutCreatedAt),
+    names: (await knex("entry_names").select("*").orderBy("base_did")).map(withoutCreatedAt),
+    tree: await knex("registry_tree_head").select("size", "root").first(),
+  };
+}
+
+const mirrorCli = (args: string[], env: Record<string, string>) => runCli(["mirror", "--from", source.registry.url, ...args], childEnv({ REGISTRY_LOG_KEY: undefined, ...env }));
+
+describe("registry mirror", () => {
+  it("catches up from nothing, then follows the source as it grows, ending with its log, entries and tree", async () => {
+    const mirror = await mirrorDatabase();
+    try {
+      const once = await mirrorCli(["--log-key", logKey, "--once", "--json"], mirror.env);
+      expect(once.code, once.stderr).toBe(0);
+      const steps = once.stdout.trim().split("\n").map((line) => JSON.parse(line));
+      expect(steps).toEqual([expect.objectContaining({ from: 0, to: FIRST_BATCH + 1, treeSize: FIRST_BATCH + 1, origin: "source.test/log" })]);
+      let opened = await mirror.open();
+      expect(await stateOf(opened.knex)).toEqual(await stateOf(source.db.database.knex));
+      await opened.close();
+
+      // Following: the source grows (creates and a revocation) while the mirror runs.
+      const follower = spawn(process.execPath, [REGISTRY_BIN, "mirror", "--from", source.registry.url, "--log-key", logKey, "--interval", "100", "--json"], {
+        env: childEnv(mirror.env),
+        cwd: PROJECT_ROOT,
+        stdio: ["ignore", "pipe", "pipe"],
+      });
+      let output = "";
+      follower.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      follower.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => follower.once("exit", (code) => resolve(code)));
+      await publish(FIRST_BATCH, FIRST_BATCH + 40);
+      await revoke(`did:reg:main:skill:mirrored-${FIRST_BATCH + 3}@1.0.0`, "withdrawn");
+      const finalSize = FIRST_BATCH + 1 + 40 + 1;
+      await checkpointReaches(finalSize);
+      for (let attempt = 0; attempt < 300 && !output.includes(`"to":${finalSize},`); attempt++) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      follower.kill("SIGTERM");
+      expect(await exited, output).toBe(0);
+      expect(output).toContain(`"to":${finalSize},`);
+      opened = await mirror.open();
+      expect(await stateOf(opened.knex)).toEqual(await stateOf(source.db.database.knex));
+      await opened.close();
+
+      // Up to date: another run writes nothing and says so.
+      const again = await mirrorCli(["--log-key", logKey, "--once"], mirror.env);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.stdout).toBe(`up to date with source.test/log at ${finalSize} records\n`);
+    } finally {
+      await mirror.remove();
+    }
+  }, 120_000);
+
+  it("refuses a source whose checkpoint the pinned key did not sign (exit 6), writing nothing", async () => {
+    const mirror = await mirrorDatabase();
+    try {
+      const foreign = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
+      const result = await mirrorCli(["--log-key", foreign, "--once"], mirror.env);
+      expect(result.code).toBe(6);
+      expect(result.stderr).toMatch(/^registry: mirror refused: .*the checkpoint does not verify/);
+      const opened = await mirror.open();
+      expect((await stateOf(opened.knex)).log).toEqual([]);
+      await opened.close();
+    } finally {
+      await mirror.remove();
+    }
+  }, 60_000);
+
+  it("refuses records that are not the ones the signed checkpoint commits to, though their signatures hold (exit 6), writing nothing", async () => {
+    // A source that serves its own checkpoint but alters record 5's loggedAt, which no publisher signs.
+    const tampering = http.createServer(async (req, res) => {
+      const upstream = await fetch(`${source.registry.url}${req.url}`);
+      let body = new Uint8Array(await upstream.arrayBuffer());
+      if (req.url === "/tile/entries/000" || req.url?.startsWith("/tile/entries/000.p/")) {
+        const text = Buffer.from(body).toString("latin1");
+        const altered = text.replace(/("index":"5".*?"loggedAt":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.)(\d)/, (_, head: string, digit: string) => head + ((Number(digit) + 1) % 10));
+        expect(altered).not.toBe(text);
+        body = new Uint8Array(Buffer.from(altered, "latin1"));
+      }
+      res.writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "application/octet-stream" });
+      res.end(body);
+    });
+    await new Promise<void>((resolve) => tampering.listen(0, "127.0.0.1", resolve));
+    const mirror = await mirrorDatabase();
+    try {
+      const url = `http://127.0.0.1:${(tampering.address() as AddressInfo).port}`;
+      const result = await runCli(["mirror", "--from", url, "--log-key", logKey, "--once"], childEnv({ REGISTRY_LOG_KEY: undefined, ...mirror.env }));
+      expect(result.code, result.stderr).toBe(6);
+      expect(result.stderr).toMatch(/^registry: mirror refused: records \[0, \d+\) from .* are not the ones its checkpoint of \d+ records commits to\n$/);
+      const opened = await mirror.open();
+      expect((await stateOf(opened.knex)).log).toEqual([]);
+      await opened.close();
+    } finally {
+      tampering.close();
+      await mirror.remove();
+    }
+  }, 60_000);
+});
