@@ -3,7 +3,9 @@ import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { ChangeLogService } from "../changes/change-log-service.js";
 import type { LoggedChange } from "../changes/change-log.js";
 import { ChangeSchema, type Change, type ChangeFeedService as ChangeFeedServiceDesc } from "../../gen/registry/v1/change_feed_service_pb.js";
+import { changeJson } from "./change-json.js";
 import { entryMessage } from "./registry-service-handlers.js";
+import { rememberJson } from "./rpc/reused-encodings.js";
 
 /** The change feed on every protocol: ListChanges (unary, REST GET /v1/changes) and WatchChanges (server streaming). */
 export function createChangeFeedServiceImpl(feed: ChangeLogService): ServiceImpl<typeof ChangeFeedServiceDesc> {
@@ -21,7 +23,7 @@ export function createChangeFeedServiceImpl(feed: ChangeLogService): ServiceImpl
   };
 }
 
-/** A logged change as its message: the entry in the same form resolve returns it. */
+/** A logged change as its message (the entry in the same form resolve returns it), its JSON made directly. */
 export function changeMessage(change: LoggedChange): Change {
   const init: MessageInitShape<typeof ChangeSchema> = {
     index: change.index,
@@ -31,5 +33,5 @@ export function changeMessage(change: LoggedChange): Change {
     loggedAt: change.loggedAt.toISOString(),
   };
   if (change.revocation !== undefined) init.revocation = { ...change.revocation };
-  return create(ChangeSchema, init);
+  return rememberJson(create(ChangeSchema, init), changeJson(change));
 }

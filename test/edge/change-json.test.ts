@@ -1,0 +1,80 @@
+import { create, toJsonString } from "@bufbuild/protobuf";
+import { describe, expect, it } from "vitest";
+import { ChangeSchema } from "../../gen/registry/v1/change_feed_service_pb.js";
+import type { LoggedChange } from "../../src/changes/change-log.js";
+import { changeMessage } from "../../src/edge/change-feed-handlers.js";
+import { changeJson } from "../../src/edge/change-json.js";
+import { cachedJson } from "../../src/edge/rpc/reused-encodings.js";
+import type { StoredEntry } from "../../src/entries/entry-repository.js";
+
+/**
+ * The change feed's own JSON writer against protobuf-es: for every shape a change takes, the
+ * text must be what toJsonString makes of the Change message with every implicit field, byte for
+ * byte, since REST and Connect JSON answers splice it in place of protobuf-es's.
+ */
+
+const entry: StoredEntry = {
+  entryDid: "did:reg:main:skill:web-search@1.2.0",
+  baseDid: "did:reg:main:skill:web-search",
+  entryType: "skill",
+  name: "web-search",
+  version: "1.2.0",
+  publisherDid: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK",
+  publishedAt: new Date("2026-11-24T03:14:08.000Z"),
+  description: "Searches the \"web\" \u2028 — ünïcode 🚀 and \\ slashes",
+  tags: ["search", "web"],
+  data: { license: "MIT", nested: { list: [1, 2.5, -0, true, null, "x"], empty: {} }, "key with \"quotes\"": "", zero: 0 },
+  contentHash: `sha256:${"ab".repeat(32)}`,
+  bondAmount: "100 USDC",
+  signature: "ed25519:abc",
+  sequence: 9_007_199_254_740_993n,
+  status: "active",
+  revokedAt: null,
+  revocationReason: null,
+  isLatest: true,
+} as StoredEntry;
+
+const created: LoggedChange = { index: 0n, kind: "entry.created", entry, latestVersion: "1.2.0", loggedAt: new Date("2026-11-24T03:14:08.120Z") };
+const CHANGES: Array<[string, LoggedChange]> = [
+  ["a creation", created],
+  ["a creation with every implicit field at its default", { ...created, entry: { ...entry, description: "", tags: [], data: {}, bondAmount: "", isLatest: false } as StoredEntry, latestVersion: "" }],
+  [
+    "a revocation with its signed request",
+    {
+      ...created,
+      index: 12_345_678_901n,
+      kind: "entry.revoked",
+      entry: { ...entry, status: "revoked", revokedAt: new Date("2026-11-25T00:00:00.001Z"), revocationReason: "key \"compromised\"", isLatest: false } as StoredEntry,
+      latestVersion: "1.1.0",
+      revocation: { did: "did:reg:main:skill:web-search", reason: "key \"compromised\"", signature: "ed25519:def", signer: entry.publisherDid },
+    },
+  ],
+  ["a revocation from before the log, with no signature kept", { ...created, kind: "entry.revoked", revocation: { did: entry.entryDid, reason: "", signature: "", signer: "" } }],
+];
+
+describe("changeJson", () => {
+  it.each(CHANGES)("writes %s exactly as protobuf-es does", (_, change) => {
+    const message = create(ChangeSchema, {
+      index: change.index,
+      kind: change.kind,
+      entry: {
+        ...Object.fromEntries(
+          Object.entries(change.entry)
+            .filter(([key, value]) => value !== null && key !== "baseDid" && key !== "name")
+            .map(([key, value]) => [key, value instanceof Date ? value.toISOString() : value]),
+        ),
+      },
+      latestVersion: change.latestVersion,
+      ...(change.revocation === undefined ? {} : { revocation: change.revocation }),
+      loggedAt: change.loggedAt.toISOString(),
+    });
+    expect(changeJson(change)).toBe(toJsonString(ChangeSchema, message, { alwaysEmitImplicit: true }));
+  });
+
+  it("is the JSON the edge answers with for the change's message", () => {
+    for (const [, change] of CHANGES) {
+      const message = changeMessage(change);
+      expect(cachedJson(ChangeSchema, message)).toBe(toJsonString(ChangeSchema, message, { alwaysEmitImplicit: true }));
+    }
+  });
+});
