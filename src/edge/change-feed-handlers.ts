@@ -1,8 +1,7 @@
-import { create, type MessageInitShape } from "@bufbuild/protobuf";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { ChangeLogService } from "../changes/change-log-service.js";
 import type { LoggedChange } from "../changes/change-log.js";
-import { ChangeSchema, type Change, type ChangeFeedService as ChangeFeedServiceDesc } from "../../gen/registry/v1/change_feed_service_pb.js";
+import { ChangeSchema, RevocationSchema, type Change, type ChangeFeedService as ChangeFeedServiceDesc } from "../../gen/registry/v1/change_feed_service_pb.js";
 import { changeJson } from "./change-json.js";
 import { entryMessage } from "./registry-service-handlers.js";
 import { rememberJson } from "./rpc/reused-encodings.js";
@@ -23,15 +22,24 @@ export function createChangeFeedServiceImpl(feed: ChangeLogService): ServiceImpl
   };
 }
 
-/** A logged change as its message (the entry in the same form resolve returns it), its JSON made directly. */
+/**
+ * A logged change as its message (the entry in the same form resolve returns it), its JSON made
+ * directly. Every field of a change is set, so the literal is what create() would build, without
+ * its reflection; test/edge/change-json.test.ts holds the two equal.
+ */
 export function changeMessage(change: LoggedChange): Change {
-  const init: MessageInitShape<typeof ChangeSchema> = {
+  const revocation = change.revocation;
+  const message: Change = {
+    $typeName: ChangeSchema.typeName,
     index: change.index,
     kind: change.kind,
     entry: entryMessage(change.entry),
     latestVersion: change.latestVersion,
     loggedAt: change.loggedAt.toISOString(),
   };
-  if (change.revocation !== undefined) init.revocation = { ...change.revocation };
-  return rememberJson(create(ChangeSchema, init), changeJson(change));
+  if (revocation !== undefined) {
+    const { did, reason, signature, signer } = revocation;
+    message.revocation = { $typeName: RevocationSchema.typeName, did, reason, signature, signer };
+  }
+  return rememberJson(message, changeJson(change));
 }

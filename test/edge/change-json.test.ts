@@ -1,4 +1,4 @@
-import { create, toJsonString } from "@bufbuild/protobuf";
+import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { ChangeSchema } from "../../gen/registry/v1/change_feed_service_pb.js";
 import type { LoggedChange } from "../../src/changes/change-log.js";
@@ -8,9 +8,10 @@ import { cachedJson } from "../../src/edge/rpc/reused-encodings.js";
 import type { StoredEntry } from "../../src/entries/entry-repository.js";
 
 /**
- * The change feed's own JSON writer against protobuf-es: for every shape a change takes, the
- * text must be what toJsonString makes of the Change message with every implicit field, byte for
- * byte, since REST and Connect JSON answers splice it in place of protobuf-es's.
+ * The change feed's own JSON writer and message literals against protobuf-es: for every shape a
+ * change takes, the text must be what toJsonString makes of the Change message with every
+ * implicit field, byte for byte, since REST and Connect JSON answers splice it in place of
+ * protobuf-es's; and the messages built without create() must be what create() builds.
  */
 
 const entry: StoredEntry = {
@@ -52,23 +53,27 @@ const CHANGES: Array<[string, LoggedChange]> = [
   ["a revocation from before the log, with no signature kept", { ...created, kind: "entry.revoked", revocation: { did: entry.entryDid, reason: "", signature: "", signer: "" } }],
 ];
 
+/** The Change message as protobuf-es's create() builds it from the change. */
+function createdMessage(change: LoggedChange) {
+  return create(ChangeSchema, {
+    index: change.index,
+    kind: change.kind,
+    entry: {
+      ...Object.fromEntries(
+        Object.entries(change.entry)
+          .filter(([key, value]) => value !== null && key !== "baseDid" && key !== "name")
+          .map(([key, value]) => [key, value instanceof Date ? value.toISOString() : value]),
+      ),
+    },
+    latestVersion: change.latestVersion,
+    ...(change.revocation === undefined ? {} : { revocation: change.revocation }),
+    loggedAt: change.loggedAt.toISOString(),
+  });
+}
+
 describe("changeJson", () => {
   it.each(CHANGES)("writes %s exactly as protobuf-es does", (_, change) => {
-    const message = create(ChangeSchema, {
-      index: change.index,
-      kind: change.kind,
-      entry: {
-        ...Object.fromEntries(
-          Object.entries(change.entry)
-            .filter(([key, value]) => value !== null && key !== "baseDid" && key !== "name")
-            .map(([key, value]) => [key, value instanceof Date ? value.toISOString() : value]),
-        ),
-      },
-      latestVersion: change.latestVersion,
-      ...(change.revocation === undefined ? {} : { revocation: change.revocation }),
-      loggedAt: change.loggedAt.toISOString(),
-    });
-    expect(changeJson(change)).toBe(toJsonString(ChangeSchema, message, { alwaysEmitImplicit: true }));
+    expect(changeJson(change)).toBe(toJsonString(ChangeSchema, createdMessage(change), { alwaysEmitImplicit: true }));
   });
 
   it("is the JSON the edge answers with for the change's message", () => {
@@ -76,5 +81,14 @@ describe("changeJson", () => {
       const message = changeMessage(change);
       expect(cachedJson(ChangeSchema, message)).toBe(toJsonString(ChangeSchema, message, { alwaysEmitImplicit: true }));
     }
+  });
+});
+
+describe("the change's message, built without create()", () => {
+  it.each(CHANGES)("is what create() builds for %s, and encodes alike", (_, change) => {
+    const built = changeMessage(change);
+    const created = createdMessage(change);
+    expect(built).toStrictEqual(created);
+    expect(toBinary(ChangeSchema, built)).toEqual(toBinary(ChangeSchema, created));
   });
 });
