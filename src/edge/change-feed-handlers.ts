@@ -4,7 +4,7 @@ import type { LoggedChange } from "../changes/change-log.js";
 import { ChangeSchema, RevocationSchema, type Change, type ChangeFeedService as ChangeFeedServiceDesc } from "../../gen/registry/v1/change_feed_service_pb.js";
 import { changeJson } from "./change-json.js";
 import { entryMessage } from "./registry-service-handlers.js";
-import { rememberJson } from "./rpc/reused-encodings.js";
+import { writeJsonWith } from "./rpc/reused-encodings.js";
 
 /** The change feed on every protocol: ListChanges (unary, REST GET /v1/changes) and WatchChanges (server streaming). */
 export function createChangeFeedServiceImpl(feed: ChangeLogService): ServiceImpl<typeof ChangeFeedServiceDesc> {
@@ -41,5 +41,5 @@ export function changeMessage(change: LoggedChange): Change {
     const { did, reason, signature, signer } = revocation;
     message.revocation = { $typeName: RevocationSchema.typeName, did, reason, signature, signer };
   }
-  return rememberJson(message, changeJson(change));
+  return writeJsonWith(message, () => changeJson(change));
 }

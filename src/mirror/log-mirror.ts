@@ -1,3 +1,4 @@
+import { PUBLISHER_FIELDS } from "../domain/entry-fields.js";
 import { validateEntry } from "../domain/entry-rules.js";
 import { InvalidArgumentError } from "../errors.js";
 import {
@@ -158,19 +159,7 @@ async function mirroredChange(bytes: Uint8Array, index: number): Promise<Mirrore
     const entry = record.entry;
     const loggedAt = new Date(record.loggedAt);
     const valid = validateEntry(
-      {
-        entryDid: entry.entryDid,
-        entryType: entry.entryType,
-        version: entry.version,
-        publisherDid: entry.publisherDid,
-        publishedAt: entry.publishedAt,
-        description: entry.description,
-        tags: entry.tags,
-        data: entry.data,
-        contentHash: entry.contentHash,
-        bondAmount: entry.bondAmount,
-        signature: entry.signature,
-      },
+      Object.fromEntries(PUBLISHER_FIELDS.map((field) => [field.name, entry[field.name]])),
       // The source's types are its own choice; its clock at the time is the record's.
       { entryTypes: [String(entry.entryType)], now: loggedAt },
     );

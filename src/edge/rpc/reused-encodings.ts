@@ -24,23 +24,26 @@ function cachedBinary(schema: DescMessage, message: Message): Uint8Array {
   return bytes;
 }
 
+/** Writers of their own for messages rendered too often for reflection (see writeJsonWith). */
+const jsonWriterOf = new WeakMap<object, () => string>();
+
 /** The JSON text of a message, computed once per message object. */
 export function cachedJson(schema: DescMessage, message: Message): string {
   let json = jsonOf.get(message);
   if (json === undefined) {
-    json = toJsonString(schema, message as never, JSON_WRITE);
+    json = jsonWriterOf.get(message)?.() ?? toJsonString(schema, message as never, JSON_WRITE);
     jsonOf.set(message, json);
   }
   return json;
 }
 
 /**
- * Records a message's JSON made by a writer of its own, for a message rendered too often for
- * reflection (changeJson). The text must be what cachedJson would make; a test holds each such
- * writer to protobuf-es byte for byte.
+ * Gives a message a JSON writer of its own, used instead of reflection the first time its JSON is
+ * asked for (binary answers never ask). The writer must make what cachedJson would; a test holds
+ * each such writer to protobuf-es byte for byte.
  */
-export function rememberJson<M extends Message>(message: M, json: string): M {
-  jsonOf.set(message, json);
+export function writeJsonWith<M extends Message>(message: M, write: () => string): M {
+  jsonWriterOf.set(message, write);
   return message;
 }
 
