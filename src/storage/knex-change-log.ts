@@ -34,18 +34,15 @@ export function createKnexChangeLog(knex: Knex): ChangeLogRepository {
   return {
     listChanges: (after, limit) =>
       translateDriverErrors(async () => {
-        // One snapshot for the page and the size, so the size is never below the page's end.
-        return knex.transaction(
-          async (tx) => {
-            const rows: LogRow[] = await tx("registry_log")
-              .select(...LOG_ROW_COLUMNS)
-              .where("log_index", ">", after === undefined ? "-1" : after.toString())
-              .orderBy("log_index")
-              .limit(limit);
-            return { changes: rows.map(changeFromRow), size: await logSize(tx) };
-          },
-          { isolationLevel: "repeatable read", readOnly: true },
-        );
+        // One statement is one snapshot: the size read beside the page is never below its end.
+        const rows: (LogRow & { last_index: string | null })[] = await knex("registry_log")
+          .select(...LOG_ROW_COLUMNS, knex.raw("(select max(log_index) from registry_log) as last_index"))
+          .where("log_index", ">", after === undefined ? "-1" : after.toString())
+          .orderBy("log_index")
+          .limit(limit);
+        const last = rows[0]?.last_index;
+        const size = last === undefined ? await logSize(knex) : last === null ? 0n : BigInt(last) + 1n;
+        return { changes: rows.map(changeFromRow), size };
       }),
 
     size: () =>
