@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../config.js";
 import { createHttpLogSource, LogSourceError } from "../mirror/http-log-source.js";
-import { createLogMirror, type MirrorStep } from "../mirror/log-mirror.js";
+import { createLogMirror, type LogSource, type MirrorStep } from "../mirror/log-mirror.js";
 import { MirrorRefusedError } from "../mirror/mirror-store.js";
 import { LogVerificationError, parseLogKey } from "../sdk/log-verifier.js";
 import { migrateToLatest, openDatabase } from "../storage/database.js";
@@ -33,7 +33,7 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
   const database = await openDatabase(loadConfig(process.env));
   try {
     await migrateToLatest(database);
-    const logKey = await pinnedLogKey(options, context);
+    const logKey = await pinnedLogKey(options, source, context);
     const mirror = createLogMirror({ source, store: createKnexMirrorStore(database.knex), logKey: parseLogKey(logKey), hasher: nodeMerkleHasher });
     for (;;) {
       report(await mirror.catchUp(), options, context);
@@ -59,20 +59,12 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
 }
 
 /** The key to trust: the one pinned, else the source's own, said aloud since it proves only self-consistency. */
-async function pinnedLogKey(options: RunMirrorOptions, context: CliContext): Promise<string> {
+async function pinnedLogKey(options: RunMirrorOptions, source: LogSource, context: CliContext): Promise<string> {
   const pinned = options.logKey ?? (context.env.REGISTRY_LOG_KEY || undefined);
   if (pinned !== undefined) return pinned;
-  let answer: Response;
-  try {
-    answer = await fetch(`${options.from.replace(/\/+$/, "")}/v1/log/key`);
-  } catch (error) {
-    throw new LogSourceError(`${options.from} cannot be reached: ${(error as Error).message}`);
-  }
-  if (!answer.ok) throw new LogSourceError(`GET ${options.from}/v1/log/key answered ${answer.status}`);
-  const { verifierKey } = (await answer.json()) as { verifierKey?: string };
-  if (typeof verifierKey !== "string") throw new LogSourceError(`${options.from}/v1/log/key has no verifierKey`);
-  context.stderr(`registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${verifierKey}\n`);
-  return verifierKey;
+  const published = await source.logKey();
+  context.stderr(`registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${published}\n`);
+  return published;
 }
 
 function report(step: MirrorStep, options: RunMirrorOptions, context: CliContext): void {

@@ -41,5 +41,5 @@ export function changeMessage(change: LoggedChange): Change {
     const { did, reason, signature, signer } = revocation;
     message.revocation = { $typeName: RevocationSchema.typeName, did, reason, signature, signer };
   }
-  return writeJsonWith(message, () => changeJson(change));
+  return writeJsonWith(message, () => changeJson(message));
 }

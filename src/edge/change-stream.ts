@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { Code } from "@connectrpc/connect";
 import type { ChangeLogService } from "../changes/change-log-service.js";
 import { InvalidArgumentError } from "../errors.js";
+import { changeMessage } from "./change-feed-handlers.js";
 import { changeJson } from "./change-json.js";
 import { negotiateEncoding } from "./compression.js";
 import type { HttpExchange } from "./http-exchange.js";
@@ -58,7 +59,7 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     keepAlive.unref();
     try {
       for await (const change of options.feed.watchChanges(after, stop.signal)) {
-        const event = `id: ${change.index}\nevent: change\ndata: ${changeJson(change)}\n\n`;
+        const event = `id: ${change.index}\nevent: change\ndata: ${changeJson(changeMessage(change))}\n\n`;
         if (!write(event) && !stop.signal.aborted) await Promise.race([once(res, "drain"), once(stop.signal, "abort")]);
       }
       observation.code = "ok";

@@ -30,6 +30,11 @@ export function createHttpLogSource(baseUrl: string, fetchImpl: typeof fetch = f
 
   return {
     url: base,
+    async logKey() {
+      const { verifierKey } = (await (await get("v1/log/key")).json()) as { verifierKey?: unknown };
+      if (typeof verifierKey !== "string") throw new LogSourceError(`${base}/v1/log/key has no verifierKey`);
+      return verifierKey;
+    },
     async checkpoint() {
       return (await get("checkpoint")).text();
     },

@@ -19,6 +19,8 @@ import { MirrorRefusedError, type MirroredChange, type MirrorPosition, type Mirr
 export interface LogSource {
   /** Where it is, for messages. */
   readonly url: string;
+  /** The verifier key it publishes for its log (GET /v1/log/key): trusted only when nothing is pinned. */
+  logKey(): Promise<string>;
   /** Its latest checkpoint, as the signed note it serves. */
   checkpoint(): Promise<string>;
   /** The RFC 9162 consistency proof between two of its tree sizes. */

@@ -40,8 +40,7 @@ export function createKnexChangeLog(knex: Knex): ChangeLogRepository {
           .where("log_index", ">", after === undefined ? "-1" : after.toString())
           .orderBy("log_index")
           .limit(limit);
-        const last = rows[0]?.last_index;
-        const size = last === undefined ? await logSize(knex) : last === null ? 0n : BigInt(last) + 1n;
+        const size = rows.length === 0 ? await logSize(knex) : BigInt(rows[0]!.last_index!) + 1n;
         return { changes: rows.map(changeFromRow), size };
       }),
 
@@ -53,7 +52,7 @@ export function createKnexChangeLog(knex: Knex): ChangeLogRepository {
 }
 
 /** The number of records: indexes are gapless from 0, so the largest plus one (migration 0011). */
-async function logSize(db: Knex | Knex.Transaction): Promise<bigint> {
+export async function logSize(db: Knex | Knex.Transaction): Promise<bigint> {
   const [row] = await db("registry_log").max({ last: "log_index" });
   const last = (row as { last: string | null } | undefined)?.last;
   return last === null || last === undefined ? 0n : BigInt(last) + 1n;

@@ -2,7 +2,8 @@ import type { Knex } from "knex";
 import { MirrorRefusedError, type MirroredChange, type MirrorStore } from "../mirror/mirror-store.js";
 import { isUniqueViolation, translatedDriverError } from "./driver-errors.js";
 import { createArgumentsOf, type EntryRow } from "./entry-row.js";
-import { storedHashReader, writeTreeGrowth } from "./knex-tree-store.js";
+import { logSize } from "./knex-change-log.js";
+import { createKnexTreeStore, storedHashReader, treeHeadOf, writeTreeGrowth, type HeadRow } from "./knex-tree-store.js";
 import { LOG_APPEND_LOCK } from "./migrations/0011-log-append-lock.js";
 
 /**
@@ -14,15 +15,9 @@ export function createKnexMirrorStore(knex: Knex): MirrorStore {
   return {
     async position() {
       try {
-        const [log] = await knex("registry_log").max({ last: "log_index" });
-        const last = (log as { last: string | null } | undefined)?.last;
-        const head: { size: string; root: Buffer } = await knex("registry_tree_head").select("size", "root").first();
-        const checkpoint: { note: string } | undefined = await knex("registry_checkpoints").select("note").orderBy("size", "desc").first();
-        return {
-          logSize: last === null || last === undefined ? 0 : Number(last) + 1,
-          tree: { size: Number(head.size), root: new Uint8Array(head.root) },
-          checkpointNote: checkpoint?.note,
-        };
+        const head: HeadRow = await knex("registry_tree_head").select("size", "root").first();
+        const checkpoint = await createKnexTreeStore(knex).latestCheckpoint();
+        return { logSize: Number(await logSize(knex)), tree: treeHeadOf(head), checkpointNote: checkpoint?.note };
       } catch (error) {
         throw translatedDriverError(error);
       }
@@ -32,12 +27,10 @@ export function createKnexMirrorStore(knex: Knex): MirrorStore {
       try {
         await knex.transaction(async (tx) => {
           await tx.raw("select pg_advisory_xact_lock(?)", [LOG_APPEND_LOCK]);
-          const head: { size: string; root: Buffer } = await tx("registry_tree_head").select("size", "root").forUpdate().first();
-          const [log] = await tx("registry_log").max({ last: "log_index" });
-          const last = (log as { last: string | null } | undefined)?.last;
-          const logSize = last === null || last === undefined ? 0 : Number(last) + 1;
-          if (logSize !== Number(head.size)) throw new MirrorRefusedError(`this database's log has ${logSize} records but its tree ${head.size}: it is not a mirror`);
-          const grown = await extend({ head: { size: Number(head.size), root: new Uint8Array(head.root) }, readHashes: storedHashReader(tx) });
+          const head = treeHeadOf(await tx("registry_tree_head").select("size", "root").forUpdate().first());
+          const records = Number(await logSize(tx));
+          if (records !== head.size) throw new MirrorRefusedError(`this database's log has ${records} records but its tree ${head.size}: it is not a mirror`);
+          const grown = await extend({ head, readHashes: storedHashReader(tx) });
           for (const change of changes) await applyChange(tx, change);
           await writeTreeGrowth(tx, grown.storedHashes, grown.head);
           if (checkpointNote !== undefined) {

@@ -4,9 +4,14 @@ import { storedHashIndex, type StoredHash, type StoredHashAddress } from "../tra
 import { translateDriverErrors } from "./driver-errors.js";
 import { changeFromRow, LOG_ROW_COLUMNS, type LogRow } from "./knex-change-log.js";
 
-interface HeadRow {
+/** The row of registry_tree_head as the driver returns it. */
+export interface HeadRow {
   size: string;
   root: Buffer;
+}
+
+export function treeHeadOf(row: HeadRow): TreeHead {
+  return { size: Number(row.size), root: new Uint8Array(row.root) };
 }
 
 /** Reads stored hashes of registry_tree_hashes, by address; throws when one is missing. */
@@ -43,7 +48,7 @@ export function createKnexTreeStore(knex: Knex): TreeStore {
           // Another process integrating holds the row: skip rather than queue behind it.
           const head: HeadRow | undefined = await tx("registry_tree_head").select("size", "root").forUpdate().skipLocked().first();
           if (head === undefined) return undefined;
-          const treeHead: TreeHead = { size: Number(head.size), root: new Uint8Array(head.root) };
+          const treeHead = treeHeadOf(head);
           return work({
             head: treeHead,
             readHashes: storedHashReader(tx),

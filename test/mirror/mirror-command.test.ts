@@ -137,10 +137,12 @@ describe("registry mirror", () => {
       expect(await stateOf(opened.knex)).toEqual(await stateOf(source.db.database.knex));
       await opened.close();
 
-      // Up to date: another run writes nothing and says so.
-      const again = await mirrorCli(["--log-key", logKey, "--once"], mirror.env);
+      // Up to date: another run writes nothing and says so. Without a pinned key it takes the
+      // source's own, and says that too.
+      const again = await mirrorCli(["--once"], mirror.env);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).toBe(`up to date with source.test/log at ${finalSize} records\n`);
+      expect(again.stderr).toBe(`registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${logKey}\n`);
     } finally {
       await mirror.remove();
     }
