@@ -53,6 +53,7 @@ import { verifierKeyText } from "./transparency/signed-note.js";
 import { createLogGrowth } from "./changes/log-growth.js";
 import { createChangeFeedServiceImpl } from "./edge/change-feed-handlers.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
+import { createReadAnswers } from "./edge/read-answers.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
 import { createKnexDiscoveryRepository } from "./storage/knex-discovery-repository.js";
 import { loadOrCreateSecret } from "./storage/registry-secrets.js";
@@ -148,6 +149,16 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const health = createHealthService(isReady, { services: services.map(({ service }) => service.typeName) });
 
   const logUnexpected = (error: unknown) => logger.error("request failed", describeError(error));
+  // Kept answers follow the entry cache's invalidations, so there are none without it.
+  const answers =
+    entryStore.changes === undefined || config.answerCacheSize === 0
+      ? undefined
+      : createReadAnswers({
+          changes: entryStore.changes,
+          maxRequests: config.answerCacheSize,
+          maxBytes: config.answerCacheMb * 1024 * 1024,
+          onRead: (kept) => metrics.answerCacheRead(kept),
+        });
   const invoke = createUnaryInvoker({
     interceptors,
     shutdownSignal: shutdown.signal,
@@ -175,6 +186,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const transcoder = createRestTranscoder({
     services,
     invoke,
+    answers,
     maxBodyBytes: config.maxBodyBytes,
     log: logUnexpected,
   });
@@ -184,7 +196,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const server = createProtocolServer(
     createRequestPipeline({
       corsOrigins: config.corsOrigins,
-      rpc: { invoke, maxBodyBytes: config.maxBodyBytes, log: logUnexpected },
+      rpc: { invoke, answers, maxBodyBytes: config.maxBodyBytes, log: logUnexpected },
       unaryMethods: unaryMethodsByPath([...services, servedService(Health, health)]),
       adapterPaths: new Set(rpcServices.flatMap((service) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
       adapter,
@@ -441,7 +453,7 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
         })
       : createLocalChangeFeed();
   if (!cached && replicas.length === 0) {
-    return { repository: primary, feed, stats: () => ({ entries: 0, bytes: 0 }), close: () => feed.close() };
+    return { repository: primary, feed, changes: undefined, stats: () => ({ entries: 0, bytes: 0 }), close: () => feed.close() };
   }
   let repository = primary;
   let closeFreshness = () => {};
@@ -459,6 +471,7 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
     return {
       repository,
       feed,
+      changes: undefined,
       stats: () => ({ entries: 0, bytes: 0 }),
       close: async () => {
         closeFreshness();
@@ -474,6 +487,7 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
   return {
     repository: cache as EntryRepository,
     feed,
+    changes: cache.changes,
     stats: () => ({ entries: cache.size, bytes: cache.bytes }),
     close: async () => {
       closeFreshness();

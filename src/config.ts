@@ -69,6 +69,13 @@ export interface RegistryConfig {
   readonly entryCacheSize: number;
   /** Most memory, in MiB, the per-process entry cache may take. */
   readonly entryCacheMb: number;
+  /**
+   * Read requests (resolves, version lists) whose answers are kept per process, as they arrived on
+   * the wire; 0 turns it off. Needs the entry cache, whose invalidations it follows.
+   */
+  readonly answerCacheSize: number;
+  /** Most memory, in MiB, the kept answers may take. */
+  readonly answerCacheMb: number;
   /** Origins allowed by CORS; ["*"] allows any. */
   readonly corsOrigins: readonly string[];
   /**
@@ -202,6 +209,8 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     resolveMaxAgeSeconds: integer(env, "RESOLVE_MAX_AGE_SECONDS", 60, 0, 86_400),
     entryCacheSize: integer(env, "ENTRY_CACHE_SIZE", 50_000, 0, 10_000_000),
     entryCacheMb: integer(env, "ENTRY_CACHE_MB", 64, 1, 65_536),
+    answerCacheSize: integer(env, "ANSWER_CACHE_SIZE", 10_000, 0, 10_000_000),
+    answerCacheMb: integer(env, "ANSWER_CACHE_MB", 32, 1, 65_536),
     corsOrigins: list(env.CORS_ORIGINS ?? "*", "CORS_ORIGINS"),
     cursorSecret: cursorSecret(env.REGISTRY_CURSOR_SECRET),
     cursorTtlSeconds: integer(env, "REGISTRY_CURSOR_TTL_SECONDS", 86_400, 1, 30 * 86_400),

@@ -160,6 +160,7 @@ class NodeExchange implements HttpExchange {
   #closeConnection = false;
   #handedOver = false;
   #observer: ExchangeObserver | undefined;
+  #gone: (() => void)[] = [];
 
   constructor(
     readonly req: NodeRequest,
@@ -172,16 +173,20 @@ class NodeExchange implements HttpExchange {
     this.path = target.path;
     this.query = target.query;
     this.headers = req.headers;
-    if (observer !== undefined) {
-      this.#observer = observer;
-      // "close" comes once, after the answer or when the client left: no once() wrapper needed.
-      res.on("close", () => this.#closed());
-    }
+    this.#observer = observer;
+    // "close" comes once, after the answer or when the client left: no once() wrapper needed. One
+    // listener serves the observer and every onClientGone.
+    res.on("close", () => this.#closed());
   }
 
-  /** The exchange is over: tell the observer, unless respond() already did. */
+  /** The exchange is over: tell the observer, unless respond() already did, and those waiting for a client that left. */
   #closed(): void {
     if (this.#answered) return;
+    if (this.#observer !== undefined) this.#observeEnd();
+    for (const listener of this.#gone) listener();
+  }
+
+  #observeEnd(): void {
     const { res } = this;
     // Answered whole through the node objects (Connect's adapter), or cut short: the client left.
     if (!(this.#handedOver && res.writableEnded)) this.observation.code ??= "canceled";
@@ -238,9 +243,7 @@ class NodeExchange implements HttpExchange {
   }
 
   onClientGone(listener: () => void): void {
-    this.res.once("close", () => {
-      if (!this.#answered) listener();
-    });
+    this.#gone.push(listener);
   }
 
   nodeObjects(): { req: NodeRequest; res: NodeResponse } {
@@ -269,6 +272,7 @@ class StreamExchange implements HttpExchange {
   #endStream = false;
   #nodeObjects: { req: NodeRequest; res: NodeResponse } | undefined;
   #observer: ExchangeObserver | undefined;
+  #gone: (() => void)[] = [];
 
   constructor(
     readonly stream: ServerHttp2Stream,
@@ -280,15 +284,18 @@ class StreamExchange implements HttpExchange {
     this.method = headers[":method"] ?? "GET";
     this.path = target.path;
     this.query = target.query;
-    if (observer !== undefined) {
-      this.#observer = observer;
-      stream.on("close", () => this.#closed());
-    }
+    this.#observer = observer;
+    stream.on("close", () => this.#closed());
   }
 
-  /** The exchange is over: tell the observer, unless respond() already did. */
+  /** The exchange is over: tell the observer, unless respond() already did, and those waiting for a client that left. */
   #closed(): void {
     if (this.#answered) return;
+    if (this.#observer !== undefined) this.#observeEnd();
+    for (const listener of this.#gone) listener();
+  }
+
+  #observeEnd(): void {
     const res = this.#nodeObjects?.res;
     // Answered whole through the node objects (Connect's adapter), or cut short: the client left.
     if (!res?.writableEnded) this.observation.code ??= "canceled";
@@ -341,9 +348,7 @@ class StreamExchange implements HttpExchange {
   }
 
   onClientGone(listener: () => void): void {
-    this.stream.once("close", () => {
-      if (!this.#answered) listener();
-    });
+    this.#gone.push(listener);
   }
 
   nodeObjects(): { req: NodeRequest; res: NodeResponse } {

@@ -10,6 +10,8 @@ import type { DiscoveryService } from "../discovery/discovery-service.js";
 import type { JsonValue } from "../discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../errors.js";
 import { notePrincipal } from "./observability.js";
+import { keepAnswer } from "./read-answers.js";
+import { parseEntryDid } from "../domain/entry-did.js";
 import type { WriteLimit } from "./rate-limit-interceptor.js";
 import { EntrySchema, type Entry, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
 import type { DiscoverCondition, RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
@@ -68,14 +70,16 @@ export function createRegistryServiceImpl(
       return { entry: entryMessage(stored) };
     },
     async resolveEntry(request, context) {
-      const entry = entryMessage(await entries.resolve(request.did));
+      const stored = await entries.resolve(request.did);
       context.responseHeader.set("cache-control", resolveCacheControl(request.did, options.resolveMaxAgeSeconds));
-      return { entry };
+      keepAnswerUntilChanged(context, stored.entryDid);
+      return { entry: entryMessage(stored) };
     },
     async listEntryVersions(request, context) {
-      const versions = (await entries.listVersions(request.did)).map(versionMessage);
+      const versions = await entries.listVersions(request.did);
       context.responseHeader.set("cache-control", REVALIDATE);
-      return { versions };
+      keepAnswerUntilChanged(context, versions[0]!.entryDid);
+      return { versions: versions.map(versionMessage) };
     },
     async revokeEntry(request, context) {
       const principal = await caller(context);
@@ -101,6 +105,15 @@ export function createRegistryServiceImpl(
       return { entries: [...result.rows], nextCursor: result.nextCursor };
     },
   };
+}
+
+/**
+ * A resolve or version list stays the answer until its entry changes (a publish or a revocation
+ * of any of its versions), which is what the entry cache hears of, by name.
+ */
+function keepAnswerUntilChanged(context: HandlerContext, entryDid: string): void {
+  const parsed = parseEntryDid(entryDid);
+  if (!("error" in parsed)) keepAnswer(context.values, parsed.baseDid);
 }
 
 function conditionOf(condition: DiscoverCondition) {

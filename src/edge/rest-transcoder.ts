@@ -24,6 +24,7 @@ import type { ErrorLogger } from "./error-mapping.js";
 import { answerConditionally } from "./http-caching.js";
 import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "./http-exchange.js";
 import { rpcName } from "./observability.js";
+import { decodeOnce, type ReadAnswers } from "./read-answers.js";
 import { matchPathTemplate, parsePathTemplate, PathEncodingError, type PathTemplate } from "./path-template.js";
 import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc/rpc-answers.js";
 import { decodeUtf8, messageFromJson, parseJson } from "./rpc/message-codec.js";
@@ -49,8 +50,17 @@ export interface RestRoute {
 export interface RestTranscoderOptions {
   readonly services: readonly ServedService[];
   readonly invoke: UnaryInvoker;
+  /** Answers kept for reads seen before (GET and HEAD, by URL); absent, every request is decoded and run. */
+  readonly answers?: ReadAnswers;
   readonly maxBodyBytes: number;
   readonly log: ErrorLogger;
+}
+
+/** A REST request decoded: its route and the request message built from its path, query and body. */
+interface RestRequest {
+  readonly route: RestRoute;
+  readonly target: UnaryMethod;
+  readonly input: Message;
 }
 
 /**
@@ -123,13 +133,14 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     const observation = exchange.observation;
     observation.protocol = "rest";
     try {
-      const { route, pathValues } = findRoute(exchange.method, exchange.path);
+      const { method } = exchange;
+      // A GET is its URL: the same URL decodes to the same request (HEAD is answered as GET).
+      const key = method === "GET" || method === "HEAD" ? `${exchange.path}?${exchange.query}` : undefined;
+      const { decoded, slot } = await decodeOnce(options.answers, key, () => decode(exchange));
+      const { route, input } = decoded;
       observation.method = rpcName(route.target.method);
       observation.route = route.name;
-      const body = route.body === "" ? undefined : await readJsonBody(exchange, options.maxBodyBytes);
-      const json = requestJson(route, pathValues, body, new URLSearchParams(exchange.query));
-      const input = messageFromJson(route.target.method.input, json);
-      const outcome = await options.invoke(route.target, input, { exchange, protocolName: "rest" });
+      const outcome = await options.invoke(route.target, input, { exchange, protocolName: "rest", read: slot });
       observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
       if (exchange.done) return;
       if (!outcome.ok) {
@@ -149,6 +160,16 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
         await writeRestError(exchange, errorOf(error, options.log), restStatusOf(error), {}, encoding);
       }
     }
+  }
+
+  async function decode(exchange: HttpExchange): Promise<RestRequest> {
+    const { route, pathValues } = findRoute(exchange.method, exchange.path);
+    // Named before the rest is decoded, so the access line of a bad request says what it called.
+    exchange.observation.method = rpcName(route.target.method);
+    exchange.observation.route = route.name;
+    const body = route.body === "" ? undefined : await readJsonBody(exchange, options.maxBodyBytes);
+    const json = requestJson(route, pathValues, body, new URLSearchParams(exchange.query));
+    return { route, target: route.target, input: messageFromJson(route.target.method.input, json) };
   }
 
   function findRoute(method: string, path: string): { route: RestRoute; pathValues: Map<string, string> } {

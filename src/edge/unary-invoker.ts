@@ -11,6 +11,7 @@ import {
 } from "@connectrpc/connect";
 import type { HttpExchange } from "./http-exchange.js";
 import { callObservationKey } from "./observability.js";
+import { keptAnswerTag, type ReadSlot } from "./read-answers.js";
 
 /** A unary method and the function that implements it. */
 export interface UnaryMethod {
@@ -26,6 +27,8 @@ export interface UnaryCall {
   readonly protocolName: string;
   /** The caller's deadline, in milliseconds from now, when its protocol sent one. */
   readonly timeoutMs?: number;
+  /** Where this request's answer may be kept, or is (see read-answers.ts): a read seen before. */
+  readonly read?: ReadSlot;
 }
 
 /** What a call produced: its message or its error, and the headers and trailers it set. */
@@ -56,32 +59,62 @@ export type UnaryInvoker = (method: UnaryMethod, input: Message, call: UnaryCall
  */
 export function createUnaryInvoker(options: UnaryInvokerOptions): UnaryInvoker {
   const interceptors = [...options.interceptors].reverse();
+  // Each method's interceptor chain is built once: the call it serves travels with the request,
+  // found by its context values (one object per call, which interceptors pass on unchanged).
+  const chains = new Map<UnaryMethod, (request: UnaryRequest) => Promise<UnaryResponse>>();
+  const calls = new WeakMap<ContextValues, CallContext>();
+
+  function chainOf(target: UnaryMethod) {
+    let chain = chains.get(target);
+    if (chain === undefined) {
+      const implementation = (request: UnaryRequest): Promise<UnaryResponse> => {
+        const context = calls.get(request.contextValues) as CallContext;
+        return answer(target, context, request).then((message) => context.response(message));
+      };
+      chain = implementation;
+      for (const interceptor of interceptors) chain = interceptor(chain as never) as typeof implementation;
+      chains.set(target, chain);
+    }
+    return chain;
+  }
 
   return (target, input, call) => {
     const context = new CallContext(target, call, options);
-    const implementation = async (request: UnaryRequest): Promise<UnaryResponse> => {
-      const output = await target.impl(request.message as never, context);
-      return {
-        stream: false,
-        service: target.service,
-        method: target.method,
-        get header() {
-          return context.responseHeader;
-        },
-        get trailer() {
-          return context.responseTrailer;
-        },
-        message: create(target.method.output, output as never),
-      };
-    };
-    let next = implementation as (request: UnaryRequest) => Promise<UnaryResponse>;
-    for (const interceptor of interceptors) next = interceptor(next as never) as typeof next;
-    const work = next(requestOf(context, input)).then(
+    calls.set(context.values, context);
+    const work = chainOf(target)(requestOf(context, input)).then(
       (response): UnaryOutcome => ({ ok: true, message: response.message, ...context.headersSet() }),
       (error: unknown): UnaryOutcome => ({ ok: false, error: asConnectError(error, options), ...context.headersSet() }),
     );
     return settleFirst(work, context, call);
   };
+}
+
+/** The implementation's answer, or, for a read seen before, the answer kept for it. */
+async function answer(target: UnaryMethod, context: CallContext, request: UnaryRequest): Promise<Message> {
+  if (context.read !== undefined) return answerRead(context.read, target, context, request);
+  return create(target.method.output, (await target.impl(request.message as never, context)) as never);
+}
+
+/**
+ * The innermost step of a read that has a slot: the answer kept for it, with the headers its
+ * handler set then, or the handler's answer, kept when the handler says so. Interceptors run
+ * around this either way, so their headers are never part of what is kept.
+ */
+async function answerRead(slot: ReadSlot, target: UnaryMethod, context: CallContext, request: UnaryRequest): Promise<Message> {
+  const kept = slot.answer();
+  if (kept !== undefined) {
+    for (const [name, value] of kept.header) context.responseHeader.set(name, value);
+    return kept.message;
+  }
+  const mark = slot.mark();
+  const before = new Set(context.headerNames());
+  const message = create(target.method.output, (await target.impl(request.message as never, context)) as never);
+  const tag = keptAnswerTag(context.values);
+  if (tag !== undefined) {
+    const header = context.headerNames().filter((name) => !before.has(name)).map((name) => [name, context.responseHeader.get(name) as string] as const);
+    slot.keep(mark, target.method.output, message, header, tag);
+  }
+  return message;
 }
 
 function asConnectError(error: unknown, options: UnaryInvokerOptions): ConnectError {
@@ -122,23 +155,43 @@ function deadlineExceeded(): ConnectError {
 }
 
 function requestOf(context: CallContext, message: Message): UnaryRequest {
-  return {
-    stream: false,
-    service: context.service,
-    method: context.method as DescMethodUnary,
-    requestMethod: context.requestMethod,
-    get url() {
-      return context.url;
-    },
-    get signal() {
-      return context.signal;
-    },
-    get header() {
-      return context.requestHeader;
-    },
-    contextValues: context.values,
-    message,
-  } as UnaryRequest;
+  return new ImplementationRequest(context, message) as unknown as UnaryRequest;
+}
+
+/**
+ * The UnaryRequest interceptors see; its costly parts (URL, signal, headers) are the context's,
+ * made when first read. A class: an object literal with getters is built slowly on every call.
+ * Interceptors pass it on as it is (ours do); one that spread it into a new object would drop the
+ * getters, which live on the prototype.
+ */
+class ImplementationRequest {
+  readonly stream = false;
+  readonly service: DescService;
+  readonly method: DescMethodUnary;
+  readonly requestMethod: string;
+  readonly contextValues: ContextValues;
+
+  constructor(
+    private readonly context: CallContext,
+    readonly message: Message,
+  ) {
+    this.service = context.service;
+    this.method = context.method;
+    this.requestMethod = context.requestMethod;
+    this.contextValues = context.values;
+  }
+
+  get url(): string {
+    return this.context.url;
+  }
+
+  get signal(): AbortSignal {
+    return this.context.signal;
+  }
+
+  get header(): Headers {
+    return this.context.requestHeader;
+  }
 }
 
 /**
@@ -151,6 +204,8 @@ class CallContext implements HandlerContext {
   readonly protocolName: string;
   readonly values: ContextValues;
   readonly timeoutMs: () => number | undefined;
+  /** Where the answer to this read may be kept, or is. */
+  readonly read: ReadSlot | undefined;
   #exchange: HttpExchange;
   #shutdown: AbortSignal | undefined;
   #requestHeader: Headers | undefined;
@@ -165,6 +220,7 @@ class CallContext implements HandlerContext {
     this.method = target.method;
     this.protocolName = call.protocolName;
     this.#exchange = call.exchange;
+    this.read = call.read;
     this.#shutdown = options.shutdownSignal;
     this.values = options.contextValues?.(call.exchange) ?? createContextValues();
     // Handlers name the authenticated caller here, for the access log.
@@ -210,6 +266,16 @@ class CallContext implements HandlerContext {
     return this.#abort.signal;
   }
 
+  /** The implementation's response: the message, with the headers and trailers as set by then or later. */
+  response(message: Message): UnaryResponse {
+    return new ImplementationResponse(this, message) as unknown as UnaryResponse;
+  }
+
+  /** The names of the response headers set so far. */
+  headerNames(): string[] {
+    return this.#responseHeader === undefined ? [] : [...this.#responseHeader.keys()];
+  }
+
   /** The headers and trailers set during the call, if any were. */
   headersSet(): { header?: Headers; trailer?: Headers } {
     return { header: this.#responseHeader, trailer: this.#responseTrailer };
@@ -224,6 +290,29 @@ class CallContext implements HandlerContext {
   finish(): void {
     if (this.#onShutdown !== undefined) this.#shutdown?.removeEventListener("abort", this.#onShutdown);
     this.#onShutdown = undefined;
+  }
+}
+
+/** A UnaryResponse whose headers and trailers are the call's, made when first read. */
+class ImplementationResponse {
+  readonly stream = false;
+  readonly service: DescService;
+  readonly method: DescMethodUnary;
+
+  constructor(
+    private readonly context: CallContext,
+    readonly message: Message,
+  ) {
+    this.service = context.service;
+    this.method = context.method;
+  }
+
+  get header(): Headers {
+    return this.context.responseHeader;
+  }
+
+  get trailer(): Headers {
+    return this.context.responseTrailer;
   }
 }
 

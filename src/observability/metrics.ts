@@ -11,6 +11,8 @@ export interface RegistryMetrics {
   callFinished(protocol: string, method: string, code: string, seconds: number): void;
   /** A read of the entry cache: answered from memory (hit) or from the database (miss). */
   entryCacheRead(hit: boolean): void;
+  /** A read that could be answered from the kept answers (see edge/read-answers.ts): whether it was. */
+  answerCacheRead(kept: boolean): void;
   /** A connection the front refused (a cap) or closed on a timeout (see edge/protocol-server.ts). */
   connectionRefused(reason: string): void;
   /** A database read sent to the primary or a read replica, and why (see storage/read-routing.ts). */
@@ -70,6 +72,14 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
   });
   const hits = cacheReads.labels("hit");
   const misses = cacheReads.labels("miss");
+  const answerReads = new Counter({
+    name: "registry_answer_cache_reads_total",
+    help: "Reads of a request seen before, by result: answered from the kept answers (hit) or by running the handler (miss)",
+    labelNames: ["result"] as const,
+    registers: [registry],
+  });
+  const answerHits = answerReads.labels("hit");
+  const answerMisses = answerReads.labels("miss");
   const decisions = new Counter({
     name: "registry_rate_limit_decisions_total",
     help: "Rate-limit decisions by policy and decision (allowed or refused)",
@@ -131,12 +141,21 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     });
   }
 
+  // Each call's labels, bound once: observing through labels hashes them on every call. Methods,
+  // protocols and codes are each a small fixed set ("unmatched" stands for any unknown path).
+  const callSeries = new Map<string, ReturnType<typeof calls.labels>>();
   return {
     callFinished(protocol, method, code, seconds) {
-      calls.observe({ method, protocol, code }, seconds);
+      const key = `${protocol} ${method} ${code}`;
+      let series = callSeries.get(key);
+      if (series === undefined) callSeries.set(key, (series = calls.labels({ method, protocol, code })));
+      series.observe(seconds);
     },
     entryCacheRead(hit) {
       (hit ? hits : misses).inc();
+    },
+    answerCacheRead(kept) {
+      (kept ? answerHits : answerMisses).inc();
     },
     connectionRefused(reason) {
       refusals.inc({ reason });

@@ -49,7 +49,16 @@ export function createCachedEntryRepository(
   inner: EntryRepository,
   feed: ChangeFeed,
   options: EntryCacheOptions = {},
-): EntryRepository & { readonly size: number; readonly bytes: number } {
+): EntryRepository & {
+  readonly size: number;
+  readonly bytes: number;
+  /**
+   * Every change this cache acts on, as it acts on it: this process's writes at once, other
+   * processes' as the feed brings them. Caches built on what this one answers (the edge's kept
+   * answers) listen here, so they are never staler than it is.
+   */
+  readonly changes: ChangeFeed;
+} {
   const maxEntries = options.maxEntries ?? 50_000;
   const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
   const ttlMs = options.ttlMs ?? 60_000;
@@ -58,6 +67,7 @@ export function createCachedEntryRepository(
   const names = new Map<string, CachedName>();
   let bytes = 0;
   let changes = 0;
+  const listeners: Parameters<ChangeFeed["subscribe"]>[0][] = [];
 
   const forget = (baseDid: string) => {
     const name = names.get(baseDid);
@@ -68,6 +78,7 @@ export function createCachedEntryRepository(
   const drop = (baseDid: string) => {
     changes++;
     forget(baseDid);
+    for (const listener of listeners) listener.onChange(baseDid);
   };
   feed.subscribe({
     onChange: drop,
@@ -75,6 +86,7 @@ export function createCachedEntryRepository(
       changes++;
       names.clear();
       bytes = 0;
+      for (const listener of listeners) listener.onReset();
     },
   });
 
@@ -128,6 +140,12 @@ export function createCachedEntryRepository(
     },
     get bytes() {
       return bytes;
+    },
+    changes: {
+      get live() {
+        return feed.live;
+      },
+      subscribe: (listener) => void listeners.push(listener),
     },
     async createEntry(entry) {
       try {

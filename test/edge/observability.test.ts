@@ -7,7 +7,8 @@ import { startRegistry, type RunningRegistry } from "../../src/app.js";
 import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { generateRootToken, generateRootTokenId, hashRootToken } from "../../src/auth/root-tokens.js";
 import { ConfigError, loadConfig, type RegistryConfig } from "../../src/config.js";
-import { createLogger, describeError } from "../../src/logger.js";
+import { pino } from "pino";
+import { createLogger, describeError, type AccessRecord } from "../../src/logger.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 import { createPublisher, type TestPublisher } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient, type Protocol } from "../support/protocol-clients.js";
@@ -239,6 +240,27 @@ describe("the logger", () => {
     expect(error.err.cause.stack).toContain("upstream said no");
   });
 
+  it("writes access lines byte for byte as pino writes the same record at info", () => {
+    const lines: string[] = [];
+    const logger = createLogger((line) => lines.push(line));
+    const reference: string[] = [];
+    const referenceLogger = pino(
+      { timestamp: () => (lines.length === 0 ? "" : `,"time":"${JSON.parse(lines.at(-1) as string).time}"`), formatters: { level: (label) => ({ level: label }) } },
+      { write: (line: string) => void reference.push(line) },
+    );
+    const records: AccessRecord[] = [
+      { requestId: "r-1", protocol: "rest", method: "registry.v1.RegistryService/ResolveEntry", route: "GET /v1/entries/{did}", code: "ok", status: 200, ms: 0.68, client: "127.0.0.1" },
+      { requestId: "r-2", protocol: "grpc", method: "registry.v1.RegistryService/CreateEntry", code: "invalid_argument", status: 200, ms: 12, client: "::1", principal: "did:key:z6Mk" },
+      { requestId: "r-3", protocol: "http", path: '/a"b\\c\u0001\u00e9\ud83d\ude00 x', code: "canceled", ms: 1234.5, client: "" },
+      { requestId: "r-4", protocol: "rest", path: "x".repeat(200), code: "unknown", status: 404, ms: 0, client: "10.0.0.1" },
+    ];
+    for (const record of records) {
+      logger.access(record);
+      referenceLogger.info(record, "call");
+      expect(lines.at(-1)).toBe(reference.at(-1));
+    }
+  });
+
   it("writes only lines at or above LOG_LEVEL, which must name a level", () => {
     const lines: string[] = [];
     const logger = createLogger((line) => lines.push(line), { level: loadConfig({ LOG_LEVEL: "warn" }).logLevel });
@@ -323,6 +345,7 @@ describe("metrics", () => {
       const did = "did:reg:main:skill:counted";
       const grpcCount = `registry_rpc_duration_seconds_count{method="${RESOLVE}",protocol="grpc",code="ok"}`;
       const hits = 'registry_entry_cache_reads_total{result="hit"}';
+      const keptHits = 'registry_answer_cache_reads_total{result="hit"}';
       const allowed = 'registry_rate_limit_decisions_total{policy="reads",decision="allowed"}';
       const before = await scrape(registry.running.metricsUrl);
 
@@ -333,6 +356,8 @@ describe("metrics", () => {
       } finally {
         grpcClient.close();
       }
+      // The same DID asked over REST is another request: its handler runs, and reads the entry cache.
+      expect((await rest.resolve(did)).code).toBe("ok");
       expect((await rest.resolve(`${did}-missing`)).code).toBe("not_found");
       const after = await scrape(registry.running.metricsUrl);
 
@@ -340,10 +365,11 @@ describe("metrics", () => {
       expect(sample(after, `registry_rpc_duration_seconds_count{method="${RESOLVE}",protocol="rest",code="not_found"}`)).toBe(1);
       expect(sample(after, `registry_rpc_duration_seconds_count{method="${CREATE}",protocol="rest",code="ok"}`)).toBe(1);
       expect(sample(after, `registry_rpc_duration_seconds_bucket{le="+Inf",method="${RESOLVE}",protocol="grpc",code="ok"}`)).toBe(2);
-      // The second resolve of the same DID came from the cache.
+      // The second gRPC resolve was the same request: its answer was kept. REST's found the entry cached.
+      expect(sample(after, keptHits) - sample(before, keptHits)).toBe(1);
       expect(sample(after, hits) - sample(before, hits)).toBeGreaterThanOrEqual(1);
       expect(sample(after, 'registry_entry_cache_reads_total{result="miss"}')).toBeGreaterThanOrEqual(2);
-      expect(sample(after, allowed) - sample(before, allowed)).toBe(3);
+      expect(sample(after, allowed) - sample(before, allowed)).toBe(4);
       expect(sample(after, 'registry_db_pool_connections_max{pool="primary"}')).toBeGreaterThanOrEqual(1);
       expect(after).toMatch(/^registry_db_pool_pending_acquires\{pool="primary"\} \d+$/m);
       expect(after).toMatch(/^registry_entry_cache_entries \d+$/m);

@@ -2,10 +2,11 @@ import type { Message } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ACCEPT_ENCODING, decompress, negotiateEncoding } from "../compression.js";
+import { ACCEPT_ENCODING, decompress, negotiateEncoding, type Encoding } from "../compression.js";
 import type { HttpExchange } from "../http-exchange.js";
 import { rpcName } from "../observability.js";
 import { answerConditionally } from "../http-caching.js";
+import { decodeOnce, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "../read-answers.js";
 import { codeName, httpStatusOf } from "../status-codes.js";
 import type { UnaryMethod } from "../unary-invoker.js";
 import type { RpcContext } from "./rpc-context.js";
@@ -54,8 +55,8 @@ export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange,
   try {
     const timeout = parseConnectTimeout(exchange.header("connect-timeout-ms"));
     if (typeof timeout === "object") throw new ConnectError(timeout.error, Code.InvalidArgument);
-    const input = await readInput(rpc, exchange, target, codec, query);
-    outcome = await rpc.invoke(target, input, { exchange, protocolName: "connect", timeoutMs: timeout });
+    const { decoded, slot } = await readInput(rpc, exchange, target, codec, query);
+    outcome = await rpc.invoke(target, decoded.input, { exchange, protocolName: "connect", timeoutMs: timeout, read: slot });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.log) };
   }
@@ -79,25 +80,41 @@ function getCodec(query: URLSearchParams): "json" | "proto" | undefined {
   return encoding === "json" || encoding === "proto" ? encoding : undefined;
 }
 
+/**
+ * The request message, decoded once per distinct request of a read (see read-answers.ts): a GET is
+ * its URL, a POST its path, codec, content coding and body bytes.
+ */
 async function readInput(
   rpc: RpcContext,
   exchange: HttpExchange,
   target: UnaryMethod,
   codec: "json" | "proto",
   query: URLSearchParams | undefined,
-): Promise<Message> {
-  let bytes: Uint8Array;
-  let encoding;
+): Promise<{ decoded: DecodedRequest; slot?: ReadSlot }> {
   if (query !== undefined) {
-    encoding = requestEncoding("compression", query.get("compression"));
-    const text = query.get("message") ?? "";
-    bytes = query.get("base64") === "1" ? Buffer.from(text, "base64url") : Buffer.from(text, "utf8");
-    if (bytes.byteLength > rpc.maxBodyBytes) throw new ConnectError(`message: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
-  } else {
-    encoding = requestEncoding("content-encoding", exchange.header("content-encoding"));
-    bytes = await exchange.readBody(rpc.maxBodyBytes);
+    const key = `connect-get ${exchange.path}?${exchange.query}`;
+    return decodeOnce(rpc.answers, key, async () => {
+      const encoding = requestEncoding("compression", query.get("compression"));
+      const text = query.get("message") ?? "";
+      const bytes = query.get("base64") === "1" ? Buffer.from(text, "base64url") : Buffer.from(text, "utf8");
+      if (bytes.byteLength > rpc.maxBodyBytes) throw new ConnectError(`message: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
+      return { target, input: await decodeMessage(rpc, target, codec, bytes, encoding) };
+    });
   }
-  if (encoding !== undefined) bytes = await decompress(encoding, bytes, rpc.maxBodyBytes);
+  const encoding = requestEncoding("content-encoding", exchange.header("content-encoding"));
+  const bytes = await exchange.readBody(rpc.maxBodyBytes);
+  const key = bytes.byteLength <= MAX_KEY_CHARS ? `connect ${codec} ${encoding ?? ""} ${exchange.path} ${bytes.toString("latin1")}` : undefined;
+  return decodeOnce(rpc.answers, key, async () => ({ target, input: await decodeMessage(rpc, target, codec, bytes, encoding) }));
+}
+
+async function decodeMessage(
+  rpc: RpcContext,
+  target: UnaryMethod,
+  codec: "json" | "proto",
+  body: Uint8Array,
+  encoding: Encoding | undefined,
+): Promise<Message> {
+  const bytes = encoding === undefined ? body : await decompress(encoding, body, rpc.maxBodyBytes);
   if (codec === "proto") return messageFromBinary(target.method.input, bytes);
   // An empty JSON body is the empty message, as Connect's own clients send for GET-less calls.
   if (bytes.byteLength === 0) return messageFromJson(target.method.input, {});

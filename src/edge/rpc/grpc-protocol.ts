@@ -8,6 +8,7 @@ import type { UnaryMethod } from "../unary-invoker.js";
 import type { RpcContext } from "./rpc-context.js";
 import { COMPRESSED_FLAG, decodeSingleEnvelope, encodeEnvelope, TRAILER_FLAG } from "./envelope.js";
 import { addHeaders, errorOf, requestEncoding } from "./rpc-answers.js";
+import { decodeOnce, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "../read-answers.js";
 import { decodeUtf8, messageFromBinary, messageFromJson, messageToBinary, messageToJson, parseJson, statusOf } from "./message-codec.js";
 import { parseGrpcTimeout } from "./timeouts.js";
 
@@ -54,8 +55,8 @@ export async function serveGrpcUnary(
   try {
     const timeout = parseGrpcTimeout(exchange.header("grpc-timeout"));
     if (typeof timeout === "object") throw new ConnectError(timeout.error, Code.InvalidArgument);
-    const input = await readInput(rpc, exchange, target, variant);
-    outcome = await rpc.invoke(target, input, { exchange, protocolName, timeoutMs: timeout });
+    const { decoded, slot } = await readInput(rpc, exchange, target, variant);
+    outcome = await rpc.invoke(target, decoded.input, { exchange, protocolName, timeoutMs: timeout, read: slot });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.log) };
   }
@@ -109,10 +110,24 @@ function respondWeb(exchange: HttpExchange, variant: GrpcVariant, headers: Respo
   exchange.respond(200, headers, variant.text ? Buffer.from(body.toString("base64"), "latin1") : body);
 }
 
-async function readInput(rpc: RpcContext, exchange: HttpExchange, target: UnaryMethod, variant: GrpcVariant): Promise<Message> {
+/**
+ * The request message, decoded once per distinct request of a read (see read-answers.ts): what
+ * decoding depends on is the path, the variant, the coding named and the body bytes.
+ */
+async function readInput(
+  rpc: RpcContext,
+  exchange: HttpExchange,
+  target: UnaryMethod,
+  variant: GrpcVariant,
+): Promise<{ decoded: DecodedRequest; slot?: ReadSlot }> {
   const encoding = requestEncoding("grpc-encoding", exchange.header("grpc-encoding"));
-  let body = await exchange.readBody(variant.text ? Math.ceil((rpc.maxBodyBytes * 4) / 3) + 8 : rpc.maxBodyBytes + 5);
-  if (variant.text) body = decodeBase64Chunks(body);
+  const body = await exchange.readBody(variant.text ? Math.ceil((rpc.maxBodyBytes * 4) / 3) + 8 : rpc.maxBodyBytes + 5);
+  const key = body.byteLength <= MAX_KEY_CHARS ? `grpc ${variant.contentType} ${encoding ?? ""} ${exchange.path} ${body.toString("latin1")}` : undefined;
+  return decodeOnce(rpc.answers, key, async () => ({ target, input: await decodeBody(rpc, target, variant, body, encoding) }));
+}
+
+async function decodeBody(rpc: RpcContext, target: UnaryMethod, variant: GrpcVariant, received: Buffer, encoding: Encoding | undefined): Promise<Message> {
+  const body = variant.text ? decodeBase64Chunks(received) : received;
   const envelope = decodeSingleEnvelope(body);
   if ("error" in envelope) throw new ConnectError(`body: ${envelope.error}`, Code.InvalidArgument);
   let payload: Uint8Array = envelope.payload;
