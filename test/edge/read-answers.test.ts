@@ -2,9 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, type Message } from "@bufbuild/protobuf";
 import { createReadAnswers, type ReadAnswers } from "../../src/edge/read-answers.js";
 import type { ChangeFeed } from "../../src/storage/entry-cache.js";
-import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
+import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 import { ResolveEntryResponseSchema } from "../../gen/registry/v1/registry_service_pb.js";
 
 /**
@@ -118,21 +117,16 @@ describe("kept answers, on their own", () => {
 });
 
 describe("kept answers in a running registry", () => {
-  let db: TestDatabase;
+  let setup: PublishingSetup;
   let registry: TestRegistry;
   let publisher: TestPublisher;
   let token: string;
 
   beforeAll(async () => {
-    db = await createTestDatabase();
-    registry = await startTestRegistry(db.database);
-    publisher = await createPublisher();
-    token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
+    setup = await startPublishingRegistry(["registry.publish.skill"]);
+    ({ registry, publisher, token } = setup);
   });
-  afterAll(async () => {
-    await registry?.close();
-    await db?.drop();
-  });
+  afterAll(() => setup?.close());
 
   const hits = async () => {
     const text = await (await fetch(`${registry.url}/metrics`)).text();
@@ -194,21 +188,14 @@ describe("kept answers in a running registry", () => {
 });
 
 describe("kept answers under a read rate limit", () => {
-  let db: TestDatabase;
-  let registry: TestRegistry;
-
+  let setup: PublishingSetup;
   beforeAll(async () => {
-    db = await createTestDatabase();
-    registry = await startTestRegistry(db.database, { rateLimitRps: 0.01, rateLimitBurst: 40 });
+    setup = await startPublishingRegistry(["registry.publish.skill"], { rateLimitRps: 0.01, rateLimitBurst: 40 });
   });
-  afterAll(async () => {
-    await registry?.close();
-    await db?.drop();
-  });
+  afterAll(() => setup?.close());
 
   it("still draw every read from the bucket, with fresh RateLimit headers, and are refused past it on every protocol", async () => {
-    const publisher = await createPublisher();
-    const token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
+    const { registry, publisher, token } = setup;
     const did = "did:reg:main:skill:kept-limited@1.0.0";
     const rest = registryClient("rest", registry.url);
     expect((await rest.create(await publisher.entry("kept-limited", "1.0.0"), token)).code).toBe("ok");
