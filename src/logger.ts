@@ -105,7 +105,7 @@ export function createLogger(write?: (line: string) => void, options: LoggerOpti
 }
 
 /**
- * An access line, byte for byte what pino writes for `info(record, "call")` (test/logger.test.ts
+ * An access line, byte for byte what pino writes for `info(record, "call")` (test/edge/observability.test.ts
  * holds the two equal). Access lines are the one log written for every call: their fields are
  * fixed, hold no credentials and need no redaction, and writing them directly costs a fraction of
  * pino's general path (which walks the object and its serializers for every line).

@@ -1,7 +1,7 @@
 import { toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import type { ChangeFeed } from "../storage/entry-cache.js";
-import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { UnaryMethod } from "./unary-invoker.js";
 
 /**
@@ -201,6 +201,11 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
   };
 }
 
+/** Whether `target` is marked NO_SIDE_EFFECTS: the same request is always the same read. */
+export function hasNoSideEffects(target: UnaryMethod): boolean {
+  return target.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
+}
+
 /** A request decoded: the method it calls and its message, with whatever else its protocol needs. */
 export interface DecodedRequest {
   readonly target: UnaryMethod;
@@ -222,7 +227,7 @@ export async function decodeOnce<D extends DecodedRequest>(
   const seen = answers.find(key);
   if (seen !== undefined) return { decoded: seen.decoded as D, slot: seen };
   const decoded = await decode();
-  if (decoded.target.method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS) return { decoded };
+  if (!hasNoSideEffects(decoded.target)) return { decoded };
   Object.freeze(decoded.input);
   return { decoded, slot: answers.remember(key, decoded) };
 }

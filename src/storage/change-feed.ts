@@ -1,12 +1,11 @@
 import pg from "pg";
 import { postgresClientSettings } from "./database.js";
-import type { ChangeFeed } from "./entry-cache.js";
+import type { ChangeFeed, ChangeListener } from "./entry-cache.js";
 
 /** The channel every write notifies, with the changed entry DID (without version) as payload. */
 // Also named in registry_create_entry (migration 0003), which notifies from inside the database.
 export const ENTRY_CHANGES_CHANNEL = "registry_entry_changes";
 
-type Listener = Parameters<ChangeFeed["subscribe"]>[0];
 
 /**
  * For a database only this process writes (embedded PGlite): the cache's own invalidation on
@@ -43,7 +42,7 @@ class ChangeFeedHeartbeatError extends Error {}
 export async function createPostgresChangeFeed(
   options: PostgresChangeFeedOptions,
 ): Promise<ChangeFeed & { close(): Promise<void> }> {
-  const listeners: Listener[] = [];
+  const listeners: ChangeListener[] = [];
   const maxBackoffMs = options.maxBackoffMs ?? 5_000;
   const heartbeatMs = options.heartbeatMs ?? 2_000;
   /** The connection being opened or listening; events from any other are stale. */

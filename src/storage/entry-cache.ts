@@ -9,10 +9,16 @@ import type {
  * DID (without version) of every committed write; `onReset` means changes may have been missed
  * (the feed was down), so everything cached must go.
  */
+/** Told of each change: the entry DID (without version) it touched, or that changes may have been missed. */
+export interface ChangeListener {
+  onChange(baseDid: string): void;
+  onReset(): void;
+}
+
 export interface ChangeFeed {
   /** Whether changes are being received right now; while false nothing is cached. */
   readonly live: boolean;
-  subscribe(listener: { onChange(baseDid: string): void; onReset(): void }): void;
+  subscribe(listener: ChangeListener): void;
 }
 
 export interface EntryCacheOptions {
@@ -67,7 +73,7 @@ export function createCachedEntryRepository(
   const names = new Map<string, CachedName>();
   let bytes = 0;
   let changes = 0;
-  const listeners: Parameters<ChangeFeed["subscribe"]>[0][] = [];
+  const listeners: ChangeListener[] = [];
 
   const forget = (baseDid: string) => {
     const name = names.get(baseDid);

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, type Message } from "@bufbuild/protobuf";
 import { createReadAnswers, type ReadAnswers } from "../../src/edge/read-answers.js";
-import type { ChangeFeed } from "../../src/storage/entry-cache.js";
+import type { ChangeFeed, ChangeListener } from "../../src/storage/entry-cache.js";
 import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
 import { ResolveEntryResponseSchema } from "../../gen/registry/v1/registry_service_pb.js";
@@ -14,7 +14,7 @@ import { ResolveEntryResponseSchema } from "../../gen/registry/v1/registry_servi
 
 /** A feed the test drives by hand. */
 function manualFeed(): ChangeFeed & { change(tag: string): void; reset(): void; live: boolean } {
-  let listener: Parameters<ChangeFeed["subscribe"]>[0] | undefined;
+  let listener: ChangeListener | undefined;
   return {
     live: true,
     subscribe: (l) => void (listener = l),

@@ -1,12 +1,11 @@
 import type { Message } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
-import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { ACCEPT_ENCODING, decompress, negotiateEncoding, type Encoding } from "../compression.js";
 import type { HttpExchange } from "../http-exchange.js";
 import { rpcName } from "../observability.js";
 import { answerConditionally } from "../http-caching.js";
-import { decodeOnce, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "../read-answers.js";
+import { decodeOnce, hasNoSideEffects, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "../read-answers.js";
 import { codeName, httpStatusOf } from "../status-codes.js";
 import type { UnaryMethod } from "../unary-invoker.js";
 import type { RpcContext } from "./rpc-context.js";
@@ -30,16 +29,13 @@ export function connectUnaryCodec(contentType: string | undefined): "json" | "pr
   return undefined;
 }
 
-export function allowsGet(target: UnaryMethod): boolean {
-  return target.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
-}
-
 export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange, target: UnaryMethod): Promise<void> {
   const observation = exchange.observation;
   observation.protocol = "connect";
   observation.method = rpcName(target.method);
   const isGet = exchange.method === "GET";
-  if (isGet && !allowsGet(target)) {
+  // Connect allows GET for NO_SIDE_EFFECTS methods only.
+  if (isGet && !hasNoSideEffects(target)) {
     observation.code = "unimplemented";
     exchange.respond(405, { allow: "POST", "content-type": "application/json" }, errorBody(unimplementedGet()));
     return;
@@ -103,7 +99,7 @@ async function readInput(
   }
   const encoding = requestEncoding("content-encoding", exchange.header("content-encoding"));
   const bytes = await exchange.readBody(rpc.maxBodyBytes);
-  const key = bytes.byteLength <= MAX_KEY_CHARS ? `connect ${codec} ${encoding ?? ""} ${exchange.path} ${bytes.toString("latin1")}` : undefined;
+  const key = hasNoSideEffects(target) && bytes.byteLength <= MAX_KEY_CHARS ? `connect ${codec} ${encoding ?? ""} ${exchange.path} ${bytes.toString("latin1")}` : undefined;
   return decodeOnce(rpc.answers, key, async () => ({ target, input: await decodeMessage(rpc, target, codec, bytes, encoding) }));
 }
 

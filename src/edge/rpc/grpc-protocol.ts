@@ -8,7 +8,7 @@ import type { UnaryMethod } from "../unary-invoker.js";
 import type { RpcContext } from "./rpc-context.js";
 import { COMPRESSED_FLAG, decodeSingleEnvelope, encodeEnvelope, TRAILER_FLAG } from "./envelope.js";
 import { addHeaders, errorOf, requestEncoding } from "./rpc-answers.js";
-import { decodeOnce, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "../read-answers.js";
+import { decodeOnce, hasNoSideEffects, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "../read-answers.js";
 import { decodeUtf8, messageFromBinary, messageFromJson, messageToBinary, messageToJson, parseJson, statusOf } from "./message-codec.js";
 import { parseGrpcTimeout } from "./timeouts.js";
 
@@ -122,7 +122,7 @@ async function readInput(
 ): Promise<{ decoded: DecodedRequest; slot?: ReadSlot }> {
   const encoding = requestEncoding("grpc-encoding", exchange.header("grpc-encoding"));
   const body = await exchange.readBody(variant.text ? Math.ceil((rpc.maxBodyBytes * 4) / 3) + 8 : rpc.maxBodyBytes + 5);
-  const key = body.byteLength <= MAX_KEY_CHARS ? `grpc ${variant.contentType} ${encoding ?? ""} ${exchange.path} ${body.toString("latin1")}` : undefined;
+  const key = hasNoSideEffects(target) && body.byteLength <= MAX_KEY_CHARS ? `grpc ${variant.contentType} ${encoding ?? ""} ${exchange.path} ${body.toString("latin1")}` : undefined;
   return decodeOnce(rpc.answers, key, async () => ({ target, input: await decodeBody(rpc, target, variant, body, encoding) }));
 }
 
