@@ -34,8 +34,10 @@ export class UnstorableValueError extends InvalidArgumentError {
   }
 }
 
-export function isUniqueViolation(error: unknown): boolean {
-  return sqlStateOf(error) === UNIQUE_VIOLATION;
+/** A unique violation, of the named constraint when one is given. */
+export function isUniqueViolation(error: unknown, constraint?: string): boolean {
+  if (sqlStateOf(error) !== UNIQUE_VIOLATION) return false;
+  return constraint === undefined || (error as { constraint?: unknown }).constraint === constraint;
 }
 
 /**

@@ -67,9 +67,10 @@ export function createKnexEntryRepository(knex: Knex): EntryRepository {
   };
 }
 
-/** SQLSTATEs raised by registry_create_entry (migration 0003). */
+/** Raised by registry_create_entry (migration 0003). */
 const OWNED_BY_ANOTHER_PUBLISHER = "RG403";
-const VERSION_ALREADY_PUBLISHED = "RG409";
+/** A version is published once: this constraint decides it (migration 0012). */
+const VERSION_ONCE_CONSTRAINT = "entries_version_once";
 
 /** Versions are looked up by their sort key: one index serves lookup, uniqueness and order. */
 function versionKey(version: string): string {
@@ -113,8 +114,7 @@ async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> 
     if (code === OWNED_BY_ANOTHER_PUBLISHER) {
       throw new PermissionDeniedError(`${entry.baseDid} is owned by another publisher`);
     }
-    // The unique constraint stays the final word for anything that bypasses the function's check.
-    if (code === VERSION_ALREADY_PUBLISHED || isUniqueViolation(error)) throw alreadyPublished(entry);
+    if (isUniqueViolation(error, VERSION_ONCE_CONSTRAINT)) throw alreadyPublished(entry);
     throw error;
   }
 }

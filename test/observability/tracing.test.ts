@@ -246,7 +246,7 @@ describe("with an OTLP endpoint", () => {
     expect(createQuery(created)?.status.code ?? 0).not.toBe(STATUS_ERROR);
     const failed = createQuery(refused);
     expect(failed?.status.code).toBe(STATUS_ERROR);
-    expect(failed?.attributes).toMatchObject({ "db.response.status_code": "RG409", "error.type": "RG409" });
+    expect(failed?.attributes).toMatchObject({ "db.response.status_code": "23505", "error.type": "23505" });
     expect(refused.status.code ?? 0).not.toBe(STATUS_ERROR);
 
     const exported = JSON.stringify(receiver.spans);

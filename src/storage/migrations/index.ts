@@ -10,6 +10,7 @@ import * as changeLog from "./0008-change-log.js";
 import * as transparencyLog from "./0009-transparency-log.js";
 import * as createPlans from "./0010-create-plans.js";
 import * as logAppendLock from "./0011-log-append-lock.js";
+import * as createInOnePlan from "./0012-create-in-one-plan.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -32,6 +33,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0009-transparency-log", transparencyLog],
   ["0010-create-plans", createPlans],
   ["0011-log-append-lock", logAppendLock],
+  ["0012-create-in-one-plan", createInOnePlan],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
