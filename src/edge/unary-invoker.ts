@@ -2,6 +2,7 @@ import { create, type DescMethodUnary, type DescService, type Message } from "@b
 import {
   Code,
   ConnectError,
+  createContextKey,
   createContextValues,
   type ContextValues,
   type HandlerContext,
@@ -60,15 +61,14 @@ export type UnaryInvoker = (method: UnaryMethod, input: Message, call: UnaryCall
 export function createUnaryInvoker(options: UnaryInvokerOptions): UnaryInvoker {
   const interceptors = [...options.interceptors].reverse();
   // Each method's interceptor chain is built once: the call it serves travels with the request,
-  // found by its context values (one object per call, which interceptors pass on unchanged).
+  // in its context values (one object per call, which interceptors pass on unchanged).
   const chains = new Map<UnaryMethod, (request: UnaryRequest) => Promise<UnaryResponse>>();
-  const calls = new WeakMap<ContextValues, CallContext>();
 
   function chainOf(target: UnaryMethod) {
     let chain = chains.get(target);
     if (chain === undefined) {
       const implementation = (request: UnaryRequest): Promise<UnaryResponse> => {
-        const context = calls.get(request.contextValues) as CallContext;
+        const context = request.contextValues.get(callContextKey) as CallContext;
         return answer(target, context, request).then((message) => context.response(message));
       };
       chain = implementation;
@@ -80,7 +80,6 @@ export function createUnaryInvoker(options: UnaryInvokerOptions): UnaryInvoker {
 
   return (target, input, call) => {
     const context = new CallContext(target, call, options);
-    calls.set(context.values, context);
     const work = chainOf(target)(requestOf(context, input)).then(
       (response): UnaryOutcome => ({ ok: true, message: response.message, ...context.headersSet() }),
       (error: unknown): UnaryOutcome => ({ ok: false, error: asConnectError(error, options), ...context.headersSet() }),
@@ -88,6 +87,14 @@ export function createUnaryInvoker(options: UnaryInvokerOptions): UnaryInvoker {
     return settleFirst(work, context, call);
   };
 }
+
+/**
+ * The call's context, in its own context values. Not a WeakMap from the values to the context: V8's
+ * young-generation collector holds a weak map's values strongly, and the context holds its key, so
+ * every call's objects outlived two collections and were promoted to the old generation, to be
+ * freed only by full collections (a fifth of what each call allocated; a tenth of the CPU).
+ */
+const callContextKey = createContextKey<CallContext | undefined>(undefined, { description: "unary call context" });
 
 /** The implementation's answer, or, for a read seen before, the answer kept for it. */
 async function answer(target: UnaryMethod, context: CallContext, request: UnaryRequest): Promise<Message> {
@@ -225,6 +232,7 @@ class CallContext implements HandlerContext {
     this.values = options.contextValues?.(call.exchange) ?? createContextValues();
     // Handlers name the authenticated caller here, for the access log.
     this.values.set(callObservationKey, call.exchange.observation);
+    this.values.set(callContextKey, this);
     const deadline = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
     this.timeoutMs = deadline === undefined ? () => undefined : () => deadline - Date.now();
   }

@@ -29,7 +29,7 @@ function sortKey(version: string): string {
   return parsed.sortKey;
 }
 
-function createCall(name: string, version: string): { sql: string; bindings: unknown[] } {
+function createCall(name: string, version: string): { sql: string; bindings: string[] } {
   const baseDid = `did:reg:main:skill:${name}`;
   return {
     sql: `select * from registry_create_entry(
