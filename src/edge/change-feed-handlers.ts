@@ -3,7 +3,7 @@ import type { ChangeLogService } from "../changes/change-log-service.js";
 import type { LoggedChange } from "../changes/change-log.js";
 import { ChangeSchema, RevocationSchema, type Change, type ChangeFeedService as ChangeFeedServiceDesc } from "../../gen/registry/v1/change_feed_service_pb.js";
 import { changeJson } from "./change-json.js";
-import { entryMessage } from "./registry-service-handlers.js";
+import { newEntryMessage } from "./registry-service-handlers.js";
 import { writeJsonWith } from "./rpc/reused-encodings.js";
 
 /** The change feed on every protocol: ListChanges (unary, REST GET /v1/changes) and WatchChanges (server streaming). */
@@ -33,7 +33,7 @@ export function changeMessage(change: LoggedChange): Change {
     $typeName: ChangeSchema.typeName,
     index: change.index,
     kind: change.kind,
-    entry: entryMessage(change.entry),
+    entry: newEntryMessage(change.entry),
     latestVersion: change.latestVersion,
     loggedAt: change.loggedAt.toISOString(),
   };
@@ -41,5 +41,5 @@ export function changeMessage(change: LoggedChange): Change {
     const { did, reason, signature, signer } = revocation;
     message.revocation = { $typeName: RevocationSchema.typeName, did, reason, signature, signer };
   }
-  return writeJsonWith(message, () => changeJson(message));
+  return writeJsonWith(message, changeJson);
 }

@@ -169,12 +169,20 @@ const entryMessages = new WeakMap<StoredEntry, Entry>();
 export function entryMessage(entry: StoredEntry): Entry {
   let message = entryMessages.get(entry);
   if (message === undefined) {
-    // A stored entry has every implicit field, so this literal is what create() would build, without
-    // its reflection (a feed page builds a thousand); test/edge/change-json.test.ts holds the two equal.
-    message = { $typeName: EntrySchema.typeName, ...entryInit(entry) } as Entry;
+    message = newEntryMessage(entry);
     entryMessages.set(entry, message);
   }
   return message;
+}
+
+/**
+ * A stored entry's message, made anew: for entries read once (a feed page's), which a cache by
+ * identity would only keep alive longer. A stored entry has every implicit field, so this literal
+ * is what create() would build, without its reflection (a feed page builds a thousand);
+ * test/edge/change-json.test.ts holds the two equal.
+ */
+export function newEntryMessage(entry: StoredEntry): Entry {
+  return { $typeName: EntrySchema.typeName, ...entryInit(entry) } as Entry;
 }
 
 /** A stored entry's message fields in their proto3 forms: times as RFC 3339 text, absent values unset. */

@@ -2,6 +2,7 @@ import { Agent, request as httpRequest } from "node:http";
 import { GCProfiler } from "node:v8";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
+import { usesPostgres } from "../support/test-database.js";
 
 /**
  * What a call allocates dies young. A server allocates about 18 KB for each call; if anything
@@ -26,6 +27,15 @@ beforeAll(async () => {
     body: JSON.stringify(await setup.publisher.entry("young-garbage", "1.0.0")),
   });
   expect(created.status).toBe(201);
+  // A page of the change feed holds a message per record, each with a JSON writer of its own.
+  for (let i = 0; i < 20; i += 1) {
+    const more = await fetch(`${setup.registry.url}/v1/entries`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${setup.token}` },
+      body: JSON.stringify(await setup.publisher.entry(`young-garbage-${i}`, "1.0.0")),
+    });
+    expect(more.status).toBe(201);
+  }
 });
 afterAll(async () => {
   agent?.destroy();
@@ -74,6 +84,15 @@ describe("a call's objects", () => {
   it("die young over REST", { timeout: 60_000 }, async () => {
     const promoted = await promotedBy(() => call("GET", `/v1/entries/${encodeURIComponent(did)}`));
     expect(promoted).toBeLessThan(bound);
+  });
+
+  // A change page's messages were remembered by identity (and one's JSON writer reached its own
+  // message): 3,000 pages promoted 110 MB, 47 MB with the writer fixed, 7 MB with neither (what is
+  // left is PGlite's own, in this process). On Postgres the driver's rows of each page are
+  // promoted as well (80-100 MB, whatever this code does), which would drown the measure.
+  it.skipIf(usesPostgres())("die young over REST change pages", { timeout: 60_000 }, async () => {
+    const promoted = await promotedBy(() => call("GET", "/v1/changes?after=0&limit=20"));
+    expect(promoted).toBeLessThan(20 * 1024 * 1024);
   });
 
   it("die young over Connect", { timeout: 60_000 }, async () => {

@@ -24,25 +24,35 @@ function cachedBinary(schema: DescMessage, message: Message): Uint8Array {
   return bytes;
 }
 
-/** Writers of their own for messages rendered too often for reflection (see writeJsonWith). */
-const jsonWriterOf = new WeakMap<object, () => string>();
+/**
+ * Writers of their own for messages rendered too often for reflection (see writeJsonWith). Each
+ * writer takes its message as an argument rather than closing over it: V8's young-generation
+ * collector holds a weak map's values strongly, so a value that reached its own key would keep
+ * every such message alive until a full collection.
+ */
+const jsonWriterOf = new WeakMap<object, (message: never) => string>();
 
-/** The JSON text of a message, computed once per message object. */
+/**
+ * The JSON text of a message, computed once per message object; a message with a writer of its
+ * own is made for one answer and written each time it is asked for, not remembered.
+ */
 export function cachedJson(schema: DescMessage, message: Message): string {
+  const writer = jsonWriterOf.get(message);
+  if (writer !== undefined) return writer(message as never);
   let json = jsonOf.get(message);
   if (json === undefined) {
-    json = jsonWriterOf.get(message)?.() ?? toJsonString(schema, message as never, JSON_WRITE);
+    json = toJsonString(schema, message as never, JSON_WRITE);
     jsonOf.set(message, json);
   }
   return json;
 }
 
 /**
- * Gives a message a JSON writer of its own, used instead of reflection the first time its JSON is
- * asked for (binary answers never ask). The writer must make what cachedJson would; a test holds
+ * Gives a message a JSON writer of its own, used instead of reflection whenever its JSON is asked
+ * for (binary answers never ask). The writer must make what cachedJson would; a test holds
  * each such writer to protobuf-es byte for byte.
  */
-export function writeJsonWith<M extends Message>(message: M, write: () => string): M {
+export function writeJsonWith<M extends Message>(message: M, write: (message: M) => string): M {
   jsonWriterOf.set(message, write);
   return message;
 }
