@@ -69,11 +69,11 @@ export async function up(knex: Knex): Promise<void> {
       return new_index;
     end $$;
   `);
-  await knex.raw(createEntryWithLog);
+  await knex.raw(CREATE_ENTRY_WITH_LOG);
 }
 
 /** registry_create_entry of migration 0003, appending its record to the log before it notifies. */
-const createEntryWithLog = `
+export const CREATE_ENTRY_WITH_LOG = `
   create or replace function registry_create_entry(
     p_base_did text, p_entry_did text, p_entry_type text, p_name text, p_version text,
     p_version_key text, p_is_prerelease boolean, p_publisher_did text, p_published_at timestamptz,

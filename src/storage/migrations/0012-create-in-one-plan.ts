@@ -1,4 +1,6 @@
 import type { Knex } from "knex";
+import { CREATE_ENTRY_WITH_LOG } from "./0008-change-log.js";
+import { CREATE_ENTRY_SIGNATURE } from "./0010-create-plans.js";
 import { LOG_APPEND_LOCK } from "./0011-log-append-lock.js";
 
 /**
@@ -75,53 +77,8 @@ export async function up(knex: Knex): Promise<void> {
   `);
 }
 
+/** Back to migration 0008's function, planned per call as migration 0010 set it. */
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw(`
-    create or replace function registry_create_entry(
-      p_base_did text, p_entry_did text, p_entry_type text, p_name text, p_version text,
-      p_version_key text, p_is_prerelease boolean, p_publisher_did text, p_published_at timestamptz,
-      p_description text, p_tags text[], p_data jsonb, p_content_hash text, p_bond_amount text,
-      p_bond_value numeric, p_bond_unit text, p_signature text
-    ) returns table (assigned_sequence bigint, made_latest boolean)
-    language plpgsql set plan_cache_mode = force_custom_plan as $$
-    declare
-      owner text;
-      new_sequence bigint;
-      outranks_latest boolean;
-    begin
-      insert into entry_names (base_did, entry_type, name, publisher_did)
-        values (p_base_did, p_entry_type, p_name, p_publisher_did)
-        on conflict (base_did) do update set base_did = excluded.base_did
-        returning publisher_did into owner;
-      if owner <> p_publisher_did then
-        raise exception 'entry owned by another publisher' using errcode = 'RG403';
-      end if;
-      if exists (select 1 from entries where base_did = p_base_did and version_key = p_version_key) then
-        raise exception 'version already published' using errcode = 'RG409';
-      end if;
-      select not exists (
-        select 1 from entries
-          where base_did = p_base_did and is_latest and status = 'active'
-            and (is_prerelease < p_is_prerelease
-              or (is_prerelease = p_is_prerelease and version_key > p_version_key collate "C"))
-      ) into outranks_latest;
-      if outranks_latest then
-        update entries set is_latest = false where base_did = p_base_did and is_latest;
-      end if;
-      new_sequence := nextval('entry_sequence');
-      insert into entries (
-        sequence, base_did, entry_did, entry_type, name, version, version_key, is_prerelease,
-        publisher_did, published_at, description, tags, data, content_hash, bond_amount,
-        bond_value, bond_unit, signature, status, is_latest
-      ) values (
-        new_sequence, p_base_did, p_entry_did, p_entry_type, p_name, p_version, p_version_key,
-        p_is_prerelease, p_publisher_did, p_published_at, p_description, p_tags, p_data,
-        p_content_hash, p_bond_amount, p_bond_value, p_bond_unit, p_signature, 'active',
-        outranks_latest
-      );
-      perform registry_log_append('entry.created', new_sequence, null, null, null, null);
-      perform pg_notify('registry_entry_changes', p_base_did);
-      return query select new_sequence, outranks_latest;
-    end $$;
-  `);
+  await knex.raw(CREATE_ENTRY_WITH_LOG);
+  await knex.raw(`alter function ${CREATE_ENTRY_SIGNATURE} set plan_cache_mode = force_custom_plan`);
 }
