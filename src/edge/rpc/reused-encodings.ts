@@ -1,5 +1,6 @@
 import { toBinary, toJson, toJsonString, type DescField, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { fastBinaryWriter, type BinaryWriterFn } from "./fast-binary.js";
 
 /**
  * Response encodings that reuse the encodings of the messages inside them. Implementations hand
@@ -15,10 +16,19 @@ const JSON_WRITE = { alwaysEmitImplicit: true } as const;
 const binaryOf = new WeakMap<object, Uint8Array>();
 const jsonOf = new WeakMap<object, string>();
 
+const binaryWriters = new Map<DescMessage, BinaryWriterFn | null>();
+
+/** The message's binary encoding, written directly where its shape allows (fast-binary.ts). */
+function encodeBinary(schema: DescMessage, message: Message): Uint8Array {
+  let writer = binaryWriters.get(schema);
+  if (writer === undefined) binaryWriters.set(schema, (writer = fastBinaryWriter(schema) ?? null));
+  return writer === null ? toBinary(schema, message as never) : writer(message);
+}
+
 function cachedBinary(schema: DescMessage, message: Message): Uint8Array {
   let bytes = binaryOf.get(message);
   if (bytes === undefined) {
-    bytes = toBinary(schema, message as never);
+    bytes = encodeBinary(schema, message);
     binaryOf.set(message, bytes);
   }
   return bytes;
@@ -152,9 +162,9 @@ function asBuffer(bytes: Uint8Array): Buffer {
  */
 export function responseBinary(schema: DescMessage, message: Message): Uint8Array {
   const fields = messageFieldsOf(schema);
-  if (fields.length === 0) return toBinary(schema, message as never);
+  if (fields.length === 0) return encodeBinary(schema, message);
   const writer = new BinaryWriter();
-  writer.raw(toBinary(schema, withoutMessageFields(message, fields) as never));
+  writer.raw(encodeBinary(schema, withoutMessageFields(message, fields)));
   for (const field of fields) {
     for (const element of elementsOf(message, field)) {
       writer.tag(field.number, WireType.LengthDelimited).bytes(cachedBinary(field.message as DescMessage, element));
