@@ -43,13 +43,15 @@ import type { ChangeFeed } from "./storage/entry-cache.js";
 import { createChangeLogService, type ChangeLogService } from "./changes/change-log-service.js";
 import { createChangeStream } from "./edge/change-stream.js";
 import { createLogIntegrator } from "./changes/log-integrator.js";
+import { createReadOnlyEntryRepository } from "./entries/read-only-entry-repository.js";
 import { createTransparencyService } from "./changes/transparency-service.js";
 import { createTransparencyLogServiceImpl } from "./edge/transparency-log-handlers.js";
 import { createLogFiles, type LogFiles } from "./edge/log-files.js";
 import { createKnexTreeStore } from "./storage/knex-tree-store.js";
+import { mirroredLogKey } from "./storage/knex-mirror-store.js";
 import { openLogSigner } from "./storage/log-signing-key.js";
 import { nodeMerkleHasher, nodeSha256 } from "./transparency/node-merkle-hasher.js";
-import { verifierKeyText } from "./transparency/signed-note.js";
+import { parseVerifierKey, verifierKeyText } from "./transparency/signed-note.js";
 import { createLogGrowth } from "./changes/log-growth.js";
 import { createChangeFeedServiceImpl } from "./edge/change-feed-handlers.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
@@ -527,7 +529,8 @@ async function createServices(
   }
   if (config.role === "auth") return none;
   const log = await openChangeAndTransparencyLogs(config, database, entryStore.feed, logger);
-  const entryRepository = hintingWrites(entryStore.repository, log.hintWrite);
+  const entryRepository =
+    log.mirrorOf === undefined ? hintingWrites(entryStore.repository, log.hintWrite) : createReadOnlyEntryRepository(entryStore.repository, log.mirrorOf);
   const verifier = createAccessTokenVerifier({
     issuer: config.authUrl,
     audience: config.tokenAudience,
@@ -571,20 +574,28 @@ async function openChangeAndTransparencyLogs(config: RegistryConfig, database: D
   const growth = createLogGrowth({ readSize: () => changeLog.size(), pollMs: LOG_POLL_MS });
   notifications.subscribe({ onChange: () => growth.hint(), onReset: () => growth.hint() });
   const treeStore = createKnexTreeStore(database.knex);
-  const signer = await openLogSigner(database.knex, config.logOrigin, config.logSigningKey);
-  const integrator = createLogIntegrator({
-    store: treeStore,
-    hasher: nodeMerkleHasher,
-    sha256: nodeSha256,
-    signer,
-    intervalMs: config.logIntegrateMs,
-    onError: (error) => logger.error("the transparency log could not integrate new changes; it retries", describeError(error)),
-  });
+  // A mirror's database holds another registry's log: its key is published, and nothing is signed here.
+  const mirrored = await mirroredLogKey(database.knex);
+  const signer = mirrored === undefined ? await openLogSigner(database.knex, config.logOrigin, config.logSigningKey) : undefined;
+  const integrator =
+    signer === undefined
+      ? undefined
+      : createLogIntegrator({
+          store: treeStore,
+          hasher: nodeMerkleHasher,
+          sha256: nodeSha256,
+          signer,
+          intervalMs: config.logIntegrateMs,
+          onError: (error) => logger.error("the transparency log could not integrate new changes; it retries", describeError(error)),
+        });
+  const publishedKey = signer ?? parseVerifierKey(mirrored as string, nodeSha256);
   const transparency = createTransparencyService({ store: treeStore, hasher: nodeMerkleHasher });
   return {
+    /** The origin of the log this database mirrors; undefined when the log is this registry's own. */
+    mirrorOf: mirrored === undefined ? undefined : publishedKey.name,
     changeFeed: createChangeLogService({ log: changeLog, growth }),
     transparency,
-    key: { origin: signer.name, verifierKey: verifierKeyText(signer, nodeSha256), publicKey: signer.publicKey },
+    key: { origin: publishedKey.name, verifierKey: mirrored ?? verifierKeyText(publishedKey, nodeSha256), publicKey: publishedKey.publicKey },
     files: createLogFiles({
       store: treeStore,
       transparency,
@@ -593,12 +604,12 @@ async function openChangeAndTransparencyLogs(config: RegistryConfig, database: D
     /** A write of this process committed: wake its streams now, and integrate soon. */
     hintWrite: () => {
       growth.hint();
-      integrator.hint();
+      integrator?.hint();
     },
-    quiesce: () => integrator.stop(),
+    quiesce: () => integrator?.stop(),
     close: async () => {
       growth.close();
-      await integrator.close();
+      await integrator?.close();
     },
   };
 }

@@ -17,6 +17,7 @@ export type RegistryErrorKind =
   | "permission_denied"
   | "not_found"
   | "already_exists"
+  | "failed_precondition"
   | "resource_exhausted"
   | "unavailable"
   | "deadline_exceeded";
@@ -50,6 +51,11 @@ export class NotFoundError extends RegistryError {
 
 export class AlreadyExistsError extends RegistryError {
   readonly kind = "already_exists";
+}
+
+/** The registry is not in a state that allows the call (a mirror refusing writes). */
+export class FailedPreconditionError extends RegistryError {
+  readonly kind = "failed_precondition";
 }
 
 export class ResourceExhaustedError extends RegistryError {

@@ -34,7 +34,7 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
   try {
     await migrateToLatest(database);
     const logKey = await pinnedLogKey(options, source, context);
-    const mirror = createLogMirror({ source, store: createKnexMirrorStore(database.knex), logKey: parseLogKey(logKey), hasher: nodeMerkleHasher });
+    const mirror = createLogMirror({ source, store: createKnexMirrorStore(database.knex, logKey), logKey: parseLogKey(logKey), hasher: nodeMerkleHasher });
     for (;;) {
       report(await mirror.catchUp(), options, context);
       if (options.once || stopping.signal.aborted) return EXIT.ok;

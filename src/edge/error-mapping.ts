@@ -9,6 +9,7 @@ const CODES: Record<RegistryErrorKind, Code> = {
   permission_denied: Code.PermissionDenied,
   not_found: Code.NotFound,
   already_exists: Code.AlreadyExists,
+  failed_precondition: Code.FailedPrecondition,
   resource_exhausted: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
   deadline_exceeded: Code.DeadlineExceeded,

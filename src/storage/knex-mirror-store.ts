@@ -9,9 +9,10 @@ import { LOG_APPEND_LOCK } from "./migrations/0011-log-append-lock.js";
 /**
  * A mirror's writes through knex: each batch of the source's records lands in the entries, the
  * change log (with the source's record bytes) and the tree in one transaction, holding the log's
- * append lock and the tree's row so no local write or integration interleaves.
+ * append lock and the tree's row so no local write or integration interleaves. The first batch also
+ * records whose log this is (`sourceKey`, the source's verifier key), for the registry served on it.
  */
-export function createKnexMirrorStore(knex: Knex): MirrorStore {
+export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStore {
   return {
     async position() {
       try {
@@ -27,6 +28,7 @@ export function createKnexMirrorStore(knex: Knex): MirrorStore {
       try {
         await knex.transaction(async (tx) => {
           await tx.raw("select pg_advisory_xact_lock(?)", [LOG_APPEND_LOCK]);
+          await recordSource(tx, sourceKey);
           const head = treeHeadOf(await tx("registry_tree_head").select("size", "root").forUpdate().first());
           const records = Number(await logSize(tx));
           if (records !== head.size) throw new MirrorRefusedError(`this database's log has ${records} records but its tree ${head.size}: it is not a mirror`);
@@ -50,6 +52,20 @@ export function createKnexMirrorStore(knex: Knex): MirrorStore {
       }
     },
   };
+}
+
+/**
+ * Marks the database as the copy of the source's log, once. Another source's log cannot follow:
+ * its checkpoints do not verify against the checkpoint kept here (log-mirror.ts refuses first).
+ */
+async function recordSource(tx: Knex.Transaction, sourceKey: string): Promise<void> {
+  await tx("registry_log_source").insert({ verifier_key: sourceKey }).onConflict("only_row").ignore();
+}
+
+/** The verifier key of the log this database mirrors, or undefined when it keeps a log of its own. */
+export async function mirroredLogKey(knex: Knex): Promise<string | undefined> {
+  const row: { verifier_key: string } | undefined = await knex("registry_log_source").select("verifier_key").first();
+  return row?.verifier_key;
 }
 
 /** The change applied to its entry, then recorded at its index with the source's bytes. */

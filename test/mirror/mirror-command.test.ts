@@ -5,7 +5,7 @@ import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase, type Database } from "../../src/storage/database.js";
 import { childEnv, PROJECT_ROOT, REGISTRY_BIN, runCli, temporaryDirectory } from "../support/child-processes.js";
-import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
+import { startPublishingRegistry, startTestRegistry, type PublishingSetup } from "../support/registry-fixture.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 
 /**
@@ -66,17 +66,21 @@ async function checkpointReaches(size: number): Promise<void> {
 }
 
 /** A database for a mirror: a fresh Postgres database, or an embedded one in a directory of its own. */
-async function mirrorDatabase(): Promise<{ env: Record<string, string>; open(): Promise<{ knex: Knex; close(): Promise<void> }>; remove(): Promise<void> }> {
+async function mirrorDatabase(): Promise<{
+  env: Record<string, string>;
+  open(): Promise<{ knex: Knex; database: Database; close(): Promise<void> }>;
+  remove(): Promise<void>;
+}> {
   if (process.env.DATABASE_URL) {
     const db: TestDatabase = await createTestDatabase();
-    return { env: { DATABASE_URL: db.url! }, open: async () => ({ knex: db.database.knex, close: async () => {} }), remove: () => db.drop() };
+    return { env: { DATABASE_URL: db.url! }, open: async () => ({ knex: db.database.knex, database: db.database, close: async () => {} }), remove: () => db.drop() };
   }
   const dir = await temporaryDirectory("registry-mirror-");
   return {
     env: { DATABASE_URL: "", REGISTRY_DATA_DIR: dir.path },
     async open() {
       const database: Database = await openDatabase({ dataDir: dir.path });
-      return { knex: database.knex, close: () => database.close() };
+      return { knex: database.knex, database, close: () => database.close() };
     },
     remove: () => dir.remove(),
   };
@@ -144,6 +148,66 @@ describe("registry mirror", () => {
       expect(again.stdout).toBe(`up to date with source.test/log at ${finalSize} records\n`);
       expect(again.stderr).toBe(`registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${logKey}\n`);
     } finally {
+      await mirror.remove();
+    }
+  }, 120_000);
+
+  it("leaves a database that a registry serves as the source's copy: the source's key, its checkpoints, no writes", async () => {
+    const mirror = await mirrorDatabase();
+    try {
+      const once = await mirrorCli(["--log-key", logKey, "--once"], mirror.env);
+      expect(once.code, once.stderr).toBe(0);
+      const opened = await mirror.open();
+      const served = await startTestRegistry(opened.database, { logOrigin: "mirror.test/log" });
+      try {
+        const key = (await (await fetch(`${served.url}/v1/log/key`)).json()) as { origin: string; verifierKey: string };
+        expect(key).toMatchObject({ origin: "source.test/log", verifierKey: logKey });
+        const checkpoint = (await (await fetch(`${served.url}/v1/log/checkpoint`)).json()) as { checkpoint: string };
+        expect(checkpoint.checkpoint).toMatch(/^source\.test\/log\n/);
+        const resolved = await fetch(`${served.url}/v1/entries/${encodeURIComponent("did:reg:main:skill:mirrored-3@1.0.0")}`);
+        expect(resolved.status).toBe(200);
+
+        // A write would take an index the source fills next: refused, and the database unchanged.
+        const before = await stateOf(opened.knex);
+        const token = await served.accessToken(source.publisher.did, ["registry.publish.skill"]);
+        const created = await fetch(`${served.url}/v1/entries`, {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify(await source.publisher.entry("local-only", "1.0.0")),
+        });
+        expect(created.status).toBe(400);
+        expect(await created.json()).toMatchObject({ code: "failed_precondition", message: "this registry serves a mirror of source.test/log: publish and revoke there" });
+        const did = "did:reg:main:skill:mirrored-4@1.0.0";
+        const revoked = await fetch(`${served.url}/v1/entries/${encodeURIComponent(did)}`, {
+          method: "DELETE",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify(await source.publisher.revocation(did, "not here")),
+        });
+        expect(revoked.status).toBe(400);
+        expect(await stateOf(opened.knex)).toEqual(before);
+      } finally {
+        await served.close();
+        await opened.close();
+      }
+      // The mirror goes on: nothing was written outside it.
+      const again = await mirrorCli(["--log-key", logKey, "--once"], mirror.env);
+      expect(again.code, again.stderr).toBe(0);
+    } finally {
+      await mirror.remove();
+    }
+  }, 120_000);
+
+  it("refuses to copy a second log into a database that holds another's", async () => {
+    const mirror = await mirrorDatabase();
+    const other = await startPublishingRegistry(["registry.publish.skill"], { logIntegrateMs: 50, logOrigin: "other.test/log" });
+    try {
+      expect((await mirrorCli(["--log-key", logKey, "--once"], mirror.env)).code).toBe(0);
+      const otherKey = ((await (await fetch(`${other.registry.url}/v1/log/key`)).json()) as { verifierKey: string }).verifierKey;
+      const result = await runCli(["mirror", "--from", other.registry.url, "--log-key", otherKey, "--once"], childEnv({ REGISTRY_LOG_KEY: undefined, ...mirror.env }));
+      expect(result.code).toBe(6);
+      expect(result.stderr).toMatch(/^registry: mirror refused: /);
+    } finally {
+      await other.close();
       await mirror.remove();
     }
   }, 120_000);

@@ -11,6 +11,7 @@ import * as transparencyLog from "./0009-transparency-log.js";
 import * as createPlans from "./0010-create-plans.js";
 import * as logAppendLock from "./0011-log-append-lock.js";
 import * as createInOnePlan from "./0012-create-in-one-plan.js";
+import * as logSource from "./0013-log-source.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -34,6 +35,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0010-create-plans", createPlans],
   ["0011-log-append-lock", logAppendLock],
   ["0012-create-in-one-plan", createInOnePlan],
+  ["0013-log-source", logSource],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
