@@ -2,6 +2,7 @@ import { create, toBinary, type DescMessage, type JsonObject, type JsonValue, ty
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
 import { fastBinaryWriter } from "../../src/edge/rpc/fast-binary.js";
+import { seededRandom } from "../support/seeded-random.js";
 import { ChangeSchema, ListChangesResponseSchema } from "../../gen/registry/v1/change_feed_service_pb.js";
 import { EntrySchema, EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
 import { CreateEntryResponseSchema, ResolveEntryResponseSchema } from "../../gen/registry/v1/registry_service_pb.js";
@@ -11,18 +12,6 @@ import { CreateEntryResponseSchema, ResolveEntryResponseSchema } from "../../gen
  * checked here over generated messages whose strings, numbers, optional fields and JSON data
  * reach the edges (empty, non-ASCII, lone surrogates, -0, huge and negative numbers, deep nesting).
  */
-
-/** A small deterministic generator (mulberry32), so a failure names a seed that reproduces it. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const PIECES = ["", "a", "web-search", "é", "日本語", "🦀", "\u0000", "\ud800", "line\nbreak", "x".repeat(200), "\"quoted\"", "1"];
 const NUMBERS = [0, -0, 1, -1, 0.5, 1e308, -1e-308, 2 ** 53, -(2 ** 31), 123456.789];
@@ -96,12 +85,12 @@ function expectSameBytes(schema: DescMessage, message: Message, seed: number): v
 
 describe("the direct binary writer", () => {
   it("writes protobuf-es's bytes for 3,000 generated entries", () => {
-    for (let seed = 1; seed <= 3_000; seed += 1) expectSameBytes(EntrySchema, entry(random(seed)), seed);
+    for (let seed = 1; seed <= 3_000; seed += 1) expectSameBytes(EntrySchema, entry(seededRandom(seed)), seed);
   });
 
   it("writes protobuf-es's bytes for the answers that wrap an entry, and for version summaries", () => {
     for (let seed = 1; seed <= 300; seed += 1) {
-      const next = random(seed);
+      const next = seededRandom(seed);
       expectSameBytes(ResolveEntryResponseSchema, create(ResolveEntryResponseSchema, { entry: entry(next) as never }), seed);
       expectSameBytes(CreateEntryResponseSchema, create(CreateEntryResponseSchema, { entry: entry(next) as never }), seed);
       expectSameBytes(ChangeSchema, create(ChangeSchema, { index: BigInt(seed), kind: text(next), entry: entry(next) as never, latestVersion: text(next), loggedAt: text(next) }), seed);
