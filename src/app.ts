@@ -45,13 +45,13 @@ import { createChangeStream } from "./edge/change-stream.js";
 import { createLogIntegrator } from "./changes/log-integrator.js";
 import { createReadOnlyEntryRepository } from "./entries/read-only-entry-repository.js";
 import { createTransparencyService } from "./changes/transparency-service.js";
-import { createTransparencyLogServiceImpl } from "./edge/transparency-log-handlers.js";
+import { createTransparencyLogServiceImpl, type PublishedLogKey } from "./edge/transparency-log-handlers.js";
 import { createLogFiles, type LogFiles } from "./edge/log-files.js";
 import { createKnexTreeStore } from "./storage/knex-tree-store.js";
 import { mirroredLogKey } from "./storage/knex-mirror-store.js";
 import { openLogSigner } from "./storage/log-signing-key.js";
 import { nodeMerkleHasher, nodeSha256 } from "./transparency/node-merkle-hasher.js";
-import { parseVerifierKey, verifierKeyText } from "./transparency/signed-note.js";
+import { parseVerifierKey, verifierKeyText, type NoteSigner } from "./transparency/signed-note.js";
 import { createLogGrowth } from "./changes/log-growth.js";
 import { createChangeFeedServiceImpl } from "./edge/change-feed-handlers.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
@@ -574,9 +574,7 @@ async function openChangeAndTransparencyLogs(config: RegistryConfig, database: D
   const growth = createLogGrowth({ readSize: () => changeLog.size(), pollMs: LOG_POLL_MS });
   notifications.subscribe({ onChange: () => growth.hint(), onReset: () => growth.hint() });
   const treeStore = createKnexTreeStore(database.knex);
-  // A mirror's database holds another registry's log: its key is published, and nothing is signed here.
-  const mirrored = await mirroredLogKey(database.knex);
-  const signer = mirrored === undefined ? await openLogSigner(database.knex, config.logOrigin, config.logSigningKey) : undefined;
+  const { key, signer, mirrorOf } = await openLogKey(config, database);
   const integrator =
     signer === undefined
       ? undefined
@@ -588,14 +586,12 @@ async function openChangeAndTransparencyLogs(config: RegistryConfig, database: D
           intervalMs: config.logIntegrateMs,
           onError: (error) => logger.error("the transparency log could not integrate new changes; it retries", describeError(error)),
         });
-  const publishedKey = signer ?? parseVerifierKey(mirrored as string, nodeSha256);
   const transparency = createTransparencyService({ store: treeStore, hasher: nodeMerkleHasher });
   return {
-    /** The origin of the log this database mirrors; undefined when the log is this registry's own. */
-    mirrorOf: mirrored === undefined ? undefined : publishedKey.name,
+    mirrorOf,
     changeFeed: createChangeLogService({ log: changeLog, growth }),
     transparency,
-    key: { origin: publishedKey.name, verifierKey: mirrored ?? verifierKeyText(publishedKey, nodeSha256), publicKey: publishedKey.publicKey },
+    key,
     files: createLogFiles({
       store: treeStore,
       transparency,
@@ -612,6 +608,24 @@ async function openChangeAndTransparencyLogs(config: RegistryConfig, database: D
       await integrator?.close();
     },
   };
+}
+
+/**
+ * The log key this registry publishes. Its own, with the signer of its checkpoints; or, on a
+ * mirror's database, which holds another registry's log, that log's key, its origin as `mirrorOf`,
+ * and no signer: nothing is signed here.
+ */
+async function openLogKey(
+  config: RegistryConfig,
+  database: Database,
+): Promise<{ key: PublishedLogKey; signer?: NoteSigner; mirrorOf?: string }> {
+  const mirrored = await mirroredLogKey(database.knex);
+  if (mirrored !== undefined) {
+    const source = parseVerifierKey(mirrored, nodeSha256);
+    return { key: { origin: source.name, verifierKey: mirrored, publicKey: source.publicKey }, mirrorOf: source.name };
+  }
+  const signer = await openLogSigner(database.knex, config.logOrigin, config.logSigningKey);
+  return { key: { origin: signer.name, verifierKey: verifierKeyText(signer, nodeSha256), publicKey: signer.publicKey }, signer };
 }
 
 /**

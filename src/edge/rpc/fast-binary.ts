@@ -12,8 +12,6 @@ import { ScalarType, toBinary, type DescField, type DescMessage, type JsonValue,
  * generated messages): fields in number order, implicit-presence fields only when not zero,
  * explicit ones when set, map entries in the object's key order with key and value always written.
  */
-export type BinaryWriterFn = (message: Message) => Uint8Array;
-
 const IMPLICIT = 2;
 const STRUCT = "google.protobuf.Struct";
 
@@ -33,18 +31,20 @@ type FieldPlan =
 
 const plans = new Map<DescMessage, readonly FieldPlan[] | null>();
 
-/** A writer for the schema's messages, or undefined when it has a field of another kind. */
-export function fastBinaryWriter(schema: DescMessage): BinaryWriterFn | undefined {
+/** The message's binary encoding: written directly when its schema's shape allows, else by protobuf-es. */
+export function encodeBinary(schema: DescMessage, message: Message): Uint8Array {
   const plan = planOf(schema);
-  if (plan === undefined) return undefined;
-  return (message) => {
-    // Fields this code does not know (kept from a parse) are protobuf-es's to write.
-    if ((message as { $unknown?: unknown }).$unknown !== undefined) return toBinary(schema, message);
-    const bytes = Buffer.allocUnsafe(sizeOfFields(plan, message));
-    const end = writeFields(plan, message, bytes, 0);
-    if (end !== bytes.length) throw new Error(`fast binary writer: wrote ${end} of ${bytes.length} bytes`);
-    return bytes;
-  };
+  // Fields this code does not know (kept from a parse) are protobuf-es's to write.
+  if (plan === undefined || (message as { $unknown?: unknown }).$unknown !== undefined) return toBinary(schema, message as never);
+  const bytes = Buffer.allocUnsafe(sizeOfFields(plan, message));
+  const end = writeFields(plan, message, bytes, 0);
+  if (end !== bytes.length) throw new Error(`fast binary writer: wrote ${end} of ${bytes.length} bytes`);
+  return bytes;
+}
+
+/** Whether encodeBinary writes the schema's messages itself: every field is of a kind it knows. */
+export function writesDirectly(schema: DescMessage): boolean {
+  return planOf(schema) !== undefined;
 }
 
 function planOf(schema: DescMessage): readonly FieldPlan[] | undefined {

@@ -1,6 +1,6 @@
-import { toBinary, toJson, toJsonString, type DescField, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
+import { toJson, toJsonString, type DescField, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
-import { fastBinaryWriter, type BinaryWriterFn } from "./fast-binary.js";
+import { encodeBinary } from "./fast-binary.js";
 
 /**
  * Response encodings that reuse the encodings of the messages inside them. Implementations hand
@@ -15,15 +15,6 @@ const JSON_WRITE = { alwaysEmitImplicit: true } as const;
 
 const binaryOf = new WeakMap<object, Uint8Array>();
 const jsonOf = new WeakMap<object, string>();
-
-const binaryWriters = new Map<DescMessage, BinaryWriterFn | null>();
-
-/** The message's binary encoding, written directly where its shape allows (fast-binary.ts). */
-function encodeBinary(schema: DescMessage, message: Message): Uint8Array {
-  let writer = binaryWriters.get(schema);
-  if (writer === undefined) binaryWriters.set(schema, (writer = fastBinaryWriter(schema) ?? null));
-  return writer === null ? toBinary(schema, message as never) : writer(message);
-}
 
 function cachedBinary(schema: DescMessage, message: Message): Uint8Array {
   let bytes = binaryOf.get(message);
