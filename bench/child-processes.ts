@@ -1,6 +1,6 @@
 /** Starting, watching and stopping the benchmark's child processes. */
 import { spawn, type ChildProcess } from "node:child_process";
-import { createWriteStream } from "node:fs";
+import { closeSync, openSync } from "node:fs";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -24,25 +24,30 @@ export interface StartOptions {
   readonly captureStdout?: boolean;
 }
 
+/**
+ * Children write their output straight into the log file (their own descriptor on it, opened for
+ * appending), not through a pipe this process relays: under load the registry writes an access line
+ * per request, and relaying them made the bench itself a busy process, competing with the server
+ * and h2load for the machine's two cores.
+ */
 export function startChild(name: string, args: readonly string[], options: StartOptions): Child & { stdout(): string } {
-  const log = createWriteStream(options.logFile, { flags: "a" });
+  const log = openSync(options.logFile, "a");
+  const capture = options.captureStdout === true;
   const child = spawn(process.execPath, args, {
     cwd: process.cwd(),
     env: options.env ?? process.env,
-    stdio: ["ignore", "pipe", "pipe"],
+    stdio: ["ignore", capture ? "pipe" : log, log],
   });
+  closeSync(log);
   if (child.pid === undefined) throw new Error(`could not start ${name}`);
   let stdout = "";
-  if (options.captureStdout === true) child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  else child.stdout!.pipe(log, { end: false });
-  child.stderr!.pipe(log, { end: false });
+  if (capture) child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
   const exited = new Promise<number | string>((resolve) => {
     child.once("exit", (code, signal) => {
       running.delete(handle);
       resolve(code ?? signal ?? "unknown");
     });
   });
-  void exited.then(() => setTimeout(() => log.end(), 50));
   const handle: Child & { stdout(): string } = {
     name,
     process: child,

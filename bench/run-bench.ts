@@ -20,6 +20,9 @@
  *   npm run bench -- --with-rate-limit the read limiter on (a bucket no load empties), to measure
  *                                      what it costs; add --rate-limit-redis redis://127.0.0.1:6379
  *                                      for the Redis store
+ *   npm run bench -- --hold            seed and check as usual, then print the registry's URL and
+ *                                      each row's h2load command line and keep the registry up until
+ *                                      Ctrl-C, for studying one row by hand (perf, strace, a profiler)
  *   BENCH_SERVER_NODE_ARGS=--trace-gc npm run bench   extra node flags for the server process
  *
  * A full run (all resolve rows, creates and feed, 3 runs or more, no --quick, --profile or rate
@@ -45,7 +48,7 @@ import { freePort, startChild, stopAllChildren, waitForHttp, waitForPort, type C
 import { formatProfileSummary, summariseProfile, type ProfileSummary } from "./cpu-profile.js";
 import { baseDid, createPublisher, nowToTheSecond, signedEntry, type BenchPublisher, type EntryJson } from "./entry-signer.js";
 import { grpcCreateBody, grpcCreateLoad } from "./grpc-create-load.js";
-import { ensureH2load, measureH2load, warmUp, type H2loadRequest, type H2loadResult } from "./h2load.js";
+import { commandLine, ensureH2load, h2loadArgs, measureH2load, warmUp, type H2loadRequest, type H2loadResult } from "./h2load.js";
 import { createLoad, type CreateLoadResult } from "./http-load.js";
 import { checkedAnswer, protocolRows, RESOLVE_ROW_KEYS, type ProtocolRow, type ResolveRowKey, type Target } from "./protocol-rows.js";
 import { ServerSampler, type WindowUsage } from "./process-sampler.js";
@@ -68,6 +71,7 @@ const { values: args } = parseArgs({
   options: {
     quick: { type: "boolean" },
     profile: { type: "boolean" },
+    hold: { type: "boolean" },
     runs: { type: "string" },
     duration: { type: "string" },
     warmup: { type: "string" },
@@ -565,6 +569,15 @@ async function main(): Promise<void> {
   if (selection.discovery && args.profile !== true) await discoveryPhase(machine);
 }
 
+/** Keeps the seeded registry up for study by hand, until Ctrl-C (which drops the database). */
+async function hold(registry: Server, rows: readonly PreparedRow[]): Promise<void> {
+  say(`\nholding the registry (pid ${registry.child.pid}) at ${registry.url}; Ctrl-C stops it and drops the database`);
+  for (const prepared of rows.filter((p) => p.row.target === "registry")) {
+    say(`  ${prepared.row.key}: ${commandLine(h2loadArgs(prepared.request(registry.url), config.durationSeconds))}`);
+  }
+  await new Promise<never>(() => {});
+}
+
 /** Resolves on every protocol against the floors, creates over REST and gRPC, memory, then the change feed. */
 async function protocolPhases(machine: MachineInfo, started: number): Promise<void> {
   database = await createBenchDatabase(adminUrl);
@@ -592,6 +605,8 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
   answers.set("floor-http2", answers.get("grpc")!);
   const rows = RESOLVE_ROW_KEYS.filter((key) => selection.rows.has(key)).map((key) => prepareRow(rowOf(key), answers.get(key)!.length));
   say(`  checked one answer per protocol: ${rows.map((p) => `${p.row.key} ${p.bodyBytes} B`).join(", ")}`);
+
+  if (args.hold === true) return hold(registry, rows);
 
   if (args.profile === true) {
     await registry.child.stop();
