@@ -5,7 +5,7 @@ import { CHANGE_STREAM_PATH } from "./change-stream.js";
 import { applyCors } from "./cors.js";
 import type { LogFiles } from "./log-files.js";
 import type { ErrorLogger } from "./error-mapping.js";
-import { exchangeFromNode, exchangeFromStream, type HttpExchange, type NodeRequest, type NodeResponse } from "./http-exchange.js";
+import { exchangeFromNode, exchangeFromStream, type ExchangeHooks, type HttpExchange, type NodeRequest, type NodeResponse } from "./http-exchange.js";
 import { handToAdapter, type CallObserver } from "./observability.js";
 import { createApiDocs } from "./openapi/api-docs.js";
 import { createOpenApiDocument } from "./openapi/openapi-document.js";
@@ -124,9 +124,10 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
     return options.rest.handle(exchange);
   }
 
+  const hooks: ExchangeHooks = { observer, onWriteError: options.log };
   return {
-    http1: (req, res) => serve(exchangeFromNode(req, res, observer)),
-    http2: (stream, headers, _flags, rawHeaders) => serve(exchangeFromStream(stream, headers, rawHeaders, observer)),
+    http1: (req, res) => serve(exchangeFromNode(req, res, hooks)),
+    http2: (stream, headers, _flags, rawHeaders) => serve(exchangeFromStream(stream, headers, rawHeaders, hooks)),
   };
 }
 
