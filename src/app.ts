@@ -454,6 +454,7 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
           onError: (error) => logger.error("change notifications lost; caching paused and change watchers poll", describeError(error)),
         })
       : createLocalChangeFeed();
+  feed.subscribe({ onChange: () => metrics.changeFeedEvent("change"), onReset: () => metrics.changeFeedEvent("reset") });
   if (!cached && replicas.length === 0) {
     return { repository: primary, feed, changes: undefined, stats: () => ({ entries: 0, bytes: 0 }), close: () => feed.close() };
   }

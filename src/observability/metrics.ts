@@ -17,6 +17,12 @@ export interface RegistryMetrics {
   connectionRefused(reason: string): void;
   /** A database read sent to the primary or a read replica, and why (see storage/read-routing.ts). */
   databaseRead(target: string, reason: string): void;
+  /**
+   * Something the Postgres change feed delivered: a change ("change", this process's own writes
+   * included, as they echo back) or a reset ("reset": the feed reconnected after losing its
+   * connection, and every cache was emptied).
+   */
+  changeFeedEvent(event: "change" | "reset"): void;
   /** A rate-limit decision under `policy` ("reads", "writes", "tokens"). */
   rateLimitDecision(policy: string, allowed: boolean): void;
   /** The text exposition of every metric. */
@@ -94,6 +100,13 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     registers: [registry],
   });
 
+  const feedEvents = new Counter({
+    name: "registry_change_feed_events_total",
+    help: "Events of the Postgres change feed that keeps caches current: changes heard (this process's own writes included) and resets (a reconnection after the feed was lost, which empties the caches)",
+    labelNames: ["event"] as const,
+    registers: [registry],
+  });
+
   const refusals = new Counter({
     name: "registry_connections_refused_total",
     help: "Connections refused by a cap (address-cap, total-cap) or closed on a timeout (first-bytes-timeout, headers-timeout, request-timeout, ping-timeout)",
@@ -162,6 +175,9 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     },
     databaseRead(target, reason) {
       databaseReads.inc({ target, reason });
+    },
+    changeFeedEvent(event) {
+      feedEvents.inc({ event });
     },
     rateLimitDecision(policy, allowed) {
       decisions.inc({ policy, decision: allowed ? "allowed" : "refused" });

@@ -15,6 +15,7 @@ import { PROTOCOLS, registryClient, type Protocol } from "../support/protocol-cl
 import { grpcJsClientConstructor } from "../support/grpc-js-client.js";
 import { Health } from "../../gen/grpc/health/v1/health_pb.js";
 import { RegistryService, ResolveEntryRequestSchema } from "../../gen/registry/v1/registry_service_pb.js";
+import { changesHeard, sample, untilChangesHeard } from "../support/metric-samples.js";
 
 /**
  * Access lines, request ids and metrics, through a running registry whose logger writes to the
@@ -92,12 +93,6 @@ async function eventually<T>(read: () => T | undefined, what: string, timeoutMs 
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
-}
-
-/** A metric's value in Prometheus text, or 0 when the series is not there yet. */
-function sample(text: string, series: string): number {
-  const line = text.split("\n").find((candidate) => candidate.startsWith(`${series} `));
-  return line === undefined ? 0 : Number(line.slice(series.length + 1));
 }
 
 async function scrape(url: string): Promise<string> {
@@ -341,7 +336,10 @@ describe("metrics", () => {
       const publisher = await createPublisher();
       const token = await registry.accessToken(publisher.did);
       const rest = registryClient("rest", registry.url);
+      const heard = await changesHeard(registry.running.metricsUrl);
       expect((await rest.create(await publisher.entry("counted", "1.0.0"), token)).code).toBe("ok");
+      // On Postgres the create echoes back through the change feed (counted), and would drop a gRPC answer kept before it.
+      await untilChangesHeard(registry.running.metricsUrl, heard + 1);
       const did = "did:reg:main:skill:counted";
       const grpcCount = `registry_rpc_duration_seconds_count{method="${RESOLVE}",protocol="grpc",code="ok"}`;
       const hits = 'registry_entry_cache_reads_total{result="hit"}';
@@ -367,7 +365,7 @@ describe("metrics", () => {
       expect(sample(after, `registry_rpc_duration_seconds_bucket{le="+Inf",method="${RESOLVE}",protocol="grpc",code="ok"}`)).toBe(2);
       // The second gRPC resolve was the same request: its answer was kept. REST's found the entry cached.
       expect(sample(after, keptHits) - sample(before, keptHits)).toBe(1);
-      expect(sample(after, hits) - sample(before, hits)).toBeGreaterThanOrEqual(1);
+      expect(sample(after, hits) - sample(before, hits)).toBe(1);
       expect(sample(after, 'registry_entry_cache_reads_total{result="miss"}')).toBeGreaterThanOrEqual(2);
       expect(sample(after, allowed) - sample(before, allowed)).toBe(4);
       expect(sample(after, 'registry_db_pool_connections_max{pool="primary"}')).toBeGreaterThanOrEqual(1);
