@@ -36,6 +36,8 @@ export function createTrustedProxyTest(trustProxy: readonly string[]): (address:
  * client itself.
  */
 export function createClientAddressResolver(trustProxy: readonly string[]): ClientAddressResolver {
+  // Trusting no proxy, the peer is the client whatever the header says: nothing to parse.
+  if (trustProxy.length === 0) return (connection) => normalise(connection.remoteAddress ?? "");
   const isTrusted = createTrustedProxyTest(trustProxy);
   const trust = (address: string, hop: number) => isTrusted(address, hop);
   return (connection) => {

@@ -1,5 +1,6 @@
-import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectDefaultMetrics, Counter, Gauge, Registry } from "prom-client";
 import type { RateLimiter } from "../rate-limits/rate-limiter.js";
+import { createLeanHistogram, type HistogramSeries } from "./lean-histogram.js";
 
 /**
  * The service's Prometheus metrics, in a registry of its own (not prom-client's global one, so
@@ -63,12 +64,12 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
   // (nodejs_eventloop_lag_seconds and the nodejs_eventloop_lag_p99_seconds family).
   collectDefaultMetrics({ register: registry });
 
-  const calls = new Histogram({
+  // Observed on every call, so not one of prom-client's (see lean-histogram.ts); rendered after them.
+  const calls = createLeanHistogram({
     name: "registry_rpc_duration_seconds",
     help: "Calls by RPC method, protocol and outcome (Connect code name), and how long each took to answer; _count is the number of calls",
     labelNames: ["method", "protocol", "code"] as const,
     buckets: LATENCY_BUCKETS,
-    registers: [registry],
   });
   const cacheReads = new Counter({
     name: "registry_entry_cache_reads_total",
@@ -154,9 +155,9 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     });
   }
 
-  // Each call's labels, bound once: observing through labels hashes them on every call. Methods,
-  // protocols and codes are each a small fixed set ("unmatched" stands for any unknown path).
-  const callSeries = new Map<string, ReturnType<typeof calls.labels>>();
+  // Each call's series, found by one string: methods, protocols and codes are each a small fixed
+  // set ("unmatched" stands for any unknown path).
+  const callSeries = new Map<string, HistogramSeries>();
   return {
     callFinished(protocol, method, code, seconds) {
       const key = `${protocol} ${method} ${code}`;
@@ -182,7 +183,11 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
     rateLimitDecision(policy, allowed) {
       decisions.inc({ policy, decision: allowed ? "allowed" : "refused" });
     },
-    render: () => registry.metrics(),
+    async render() {
+      const text = await registry.metrics();
+      const durations = calls.render();
+      return durations === "" ? text : `${text}\n${durations}`;
+    },
     contentType: registry.contentType,
   };
 }
