@@ -24,8 +24,9 @@ function sendPending(): void {
  * wakes the reader inside the writer's system call (an inter-processor interrupt, a VM exit on a
  * virtual machine). Written back to back, the first answer wakes the reader and the rest find it
  * awake; requests then come back in bunches, and the server's user time per request fell as well
- * as its kernel time. Redis writes its replies the same way, just before it waits for more events. Measured (docs/performance.md): a REST resolve costs about half the CPU
- * it did, and gRPC over h2c went from 14,260-14,546 to 17,748-21,968 calls a second.
+ * as its kernel time. Redis writes its replies the same way, just before it waits for more events.
+ * Measured (docs/performance.md): a REST resolve costs about half the CPU it did, and gRPC over h2c
+ * went from 14,260-14,546 to 17,748-21,968 calls a second.
  *
  * What it costs: an answer waits for the rest of its turn's handlers, a fraction of a millisecond
  * under load and nothing when idle (the check phase follows the poll that read the request).
