@@ -1,12 +1,12 @@
 import { createPublicKey, verify, type KeyObject } from "node:crypto";
-import { ed25519PublicKeyFault, hasCanonicalScalar } from "./ed25519-strictness.js";
+import { ed25519PublicKeyFault, hasCanonicalScalar, hasSmallOrderNonce, SMALL_ORDER_NONCE_ERROR } from "./ed25519-strictness.js";
 
 const SIGNATURE = /^ed25519:([A-Za-z0-9_-]{86})$/;
 
 /**
  * Decodes `ed25519:<base64url>` (no padding) into the 64 signature bytes, or returns why not. A
- * signature whose S is not below the group order is refused here, before any verification, so the
- * refusal says why instead of "does not verify".
+ * signature whose S is not below the group order, or whose R is of small order, is refused here,
+ * before any verification, so the refusal says why instead of "does not verify".
  */
 export function parseSignature(text: string): Uint8Array | { error: string } {
   if (text.length === 0) return { error: "is required" };
@@ -22,6 +22,7 @@ export function parseSignature(text: string): Uint8Array | { error: string } {
   if (!hasCanonicalScalar(bytes)) {
     return { error: "is not canonical: its S (the last 32 bytes) must be less than the group order L" };
   }
+  if (hasSmallOrderNonce(bytes)) return { error: SMALL_ORDER_NONCE_ERROR };
   return bytes;
 }
 
@@ -38,8 +39,9 @@ export function formatSignature(bytes: Uint8Array): string {
  * and publishers sign many entries with one key.
  *
  * It applies the registry's whole rule (docs/signatures.md), not only OpenSSL's: OpenSSL accepts
- * small-order and non-canonically encoded keys, so those, and an S of L or more, verify as false
- * here whatever OpenSSL would say. Callers that parsed the key with `ed25519KeyFromDid` and the
+ * small-order and non-canonically encoded keys, and node:crypto's verdict on a small-order R
+ * depends on the Node version, so those, and an S of L or more, verify as false here whatever
+ * node:crypto would say. Callers that parsed the key with `ed25519KeyFromDid` and the
  * signature with `parseSignature` have refused them already, with reasons.
  */
 export function createSignatureVerifier(cacheSize = 10_000): {
@@ -59,7 +61,7 @@ export function createSignatureVerifier(cacheSize = 10_000): {
   }
   return {
     verify(publicKey, message, signature) {
-      if (signature.length !== 64 || !hasCanonicalScalar(signature)) return Promise.resolve(false);
+      if (signature.length !== 64 || !hasCanonicalScalar(signature) || hasSmallOrderNonce(signature)) return Promise.resolve(false);
       const key = keyFor(publicKey);
       if (key === undefined) return Promise.resolve(false);
       return new Promise((resolve, reject) => {

@@ -5,7 +5,9 @@ import {
   acceptedPublicKeyPoint,
   ED25519_GROUP_ORDER,
   hasCanonicalScalar,
+  hasSmallOrderNonce,
   littleEndianInteger,
+  SMALL_ORDER_NONCE_ERROR,
 } from "../domain/ed25519-strictness.js";
 import {
   entrySigningPayload,
@@ -90,8 +92,8 @@ export async function verifyRevocationSignature(
 
 /**
  * Whether 64 signature bytes are a valid signature of `message` by the 32-byte `publicKey`, under
- * the registry's rule (docs/signatures.md): S < L, a canonical key that is not of small order, and
- * the cofactorless equation [S]B = R + [k]A checked by encoding, so R must be canonical too. That is
+ * the registry's rule (docs/signatures.md): S < L, an R and a canonical key that are not of small
+ * order, and the cofactorless equation [S]B = R + [k]A checked by encoding, so R must be canonical too. That is
  * exactly the server's answer (node:crypto after the same key and S checks). noble's own `verify`
  * cannot give it: with `zip215: false` it multiplies by the cofactor, accepting signatures whose R
  * carries a small-order component that OpenSSL refuses. Never throws on malformed input.
@@ -101,7 +103,7 @@ export async function verifyEd25519(
   message: Uint8Array,
   publicKey: Uint8Array,
 ): Promise<boolean> {
-  if (signature.length !== SIGNATURE_LENGTH || !hasCanonicalScalar(signature)) return false;
+  if (signature.length !== SIGNATURE_LENGTH || !hasCanonicalScalar(signature) || hasSmallOrderNonce(signature)) return false;
   const a = acceptedPublicKeyPoint(publicKey);
   if (a === undefined) return false;
   const r = signature.subarray(0, 32);
@@ -123,7 +125,7 @@ export function encodeSignature(bytes: Uint8Array): string {
 
 /**
  * Decodes `ed25519:<base64url>` into its 64 bytes, or says why it is not one. Like the registry,
- * it refuses an S that is not below the group order L.
+ * it refuses an S that is not below the group order L and an R of small order.
  */
 export function decodeSignature(text: string): Uint8Array | { error: string } {
   if (!text.startsWith(SIGNATURE_PREFIX)) return { error: "must start with ed25519:" };
@@ -134,6 +136,7 @@ export function decodeSignature(text: string): Uint8Array | { error: string } {
   if (!hasCanonicalScalar(bytes)) {
     return { error: "is not canonical: its S (the last 32 bytes) must be less than the group order L" };
   }
+  if (hasSmallOrderNonce(bytes)) return { error: SMALL_ORDER_NONCE_ERROR };
   return bytes;
 }
 

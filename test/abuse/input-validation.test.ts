@@ -47,8 +47,11 @@ interface InputCase {
   readonly call: (name: string) => Promise<AbuseCall>;
 }
 
-/** A well-formed signature that verifies nothing, for entries the SDK cannot sign (it refuses NaN and Infinity). */
-const UNVERIFIABLE_SIGNATURE = `ed25519:${"A".repeat(86)}`;
+/**
+ * A well-formed signature that verifies nothing (R = the base point, S = 1), for entries the SDK
+ * cannot sign (it refuses NaN and Infinity).
+ */
+const UNVERIFIABLE_SIGNATURE = "ed25519:WGZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmYBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
 /**
  * A create of entry `name` with `fields` replaced, signed over exactly those fields when the SDK

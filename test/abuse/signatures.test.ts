@@ -54,6 +54,9 @@ interface SignatureCase {
 
 const DOES_NOT_VERIFY = "signature does not verify";
 
+/** The base point's encoding (RFC 8032 section 5.1): y = 4/5, x positive. */
+const BASE_POINT = Buffer.from("5866666666666666666666666666666666666666666666666666666666666666", "hex");
+
 const MALFORMED: readonly SignatureCase[] = [
   { label: "an empty signature", signature: () => "" },
   { label: "the prefix alone", signature: () => "ed25519:" },
@@ -82,10 +85,13 @@ const MALFORMED: readonly SignatureCase[] = [
     signature: (e) => encode(Buffer.concat([Buffer.from(e.signature.slice(8), "base64url").subarray(0, 32), GROUP_ORDER_LE])),
     says: "canonical",
   },
+  // R = 0 (y = 0) is a point of order 4: refused when read, before node:crypto, whose verdict on
+  // small-order R changed between Node 22 and 24.
+  { label: "all zero bytes", signature: () => encode(new Uint8Array(64)), says: "is a point of small order" },
 ];
 
 const WRONG_MESSAGE: readonly SignatureCase[] = [
-  { label: "all zero bytes", signature: () => encode(new Uint8Array(64)), says: DOES_NOT_VERIFY },
+  { label: "S zero, R the base point", signature: () => encode(Uint8Array.from([...BASE_POINT, ...new Uint8Array(32)])), says: DOES_NOT_VERIFY },
   { label: "a valid signature of another entry", signature: async (e) => (await publisher.entry(`${e.entryDid.split(":")[4]!.split("@")[0]}-other`, "1.0.0")).signature, says: DOES_NOT_VERIFY },
   { label: "the same entry signed by another key", signature: async (e) => signBytes(entrySigningPayload(e as never), other.keys.privateKey), says: DOES_NOT_VERIFY },
   { label: "the payload with its keys unsorted", signature: (e) => signBytes(utf8(JSON.stringify(Object.fromEntries(Object.entries(payloadObject(e)).reverse())))), says: DOES_NOT_VERIFY },
@@ -208,6 +214,7 @@ describe.each(PROTOCOLS)("revocation signatures over %s", (protocol) => {
     { label: "a signature over the DID as percent-encoded", signature: async () => (await publisher.revocation(did.replace("@", "%40"), REASON)).signature, says: DOES_NOT_VERIFY },
     { label: "a signature by another key", signature: async () => (await other.revocation(did, REASON)).signature, says: DOES_NOT_VERIFY },
     { label: "the entry's own create signature (a cross-purpose replay)", signature: async () => (await publisher.entry(name, "1.0.0")).signature, says: DOES_NOT_VERIFY },
+    { label: "all zero bytes (R of small order)", signature: () => encode(new Uint8Array(64)), says: "is a point of small order" },
     { label: "a signature over JSON with the keys unsorted", signature: () => signBytes(utf8(JSON.stringify({ reason: REASON, entryDid: did, payloadType: REVOKE_PAYLOAD_TYPE }))), says: DOES_NOT_VERIFY },
   ];
 

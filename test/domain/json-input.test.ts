@@ -97,7 +97,8 @@ describe("entry rules", () => {
     publisherDid: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK",
     publishedAt: "2026-01-01T00:00:00Z",
     contentHash: `sha256:${"ab".repeat(32)}`,
-    signature: `ed25519:${"A".repeat(86)}`,
+    // R = the base point, S = 1: well-formed (these rules never verify it).
+    signature: "ed25519:WGZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmYBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
   };
   const fieldsOf = (input: EntryInput): string[] => {
     try {

@@ -1,7 +1,9 @@
 import { readdir } from "node:fs/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { didFromEd25519Key } from "../../src/domain/did-key.js";
+import * as ed from "@noble/ed25519";
 import { formatSignature, parseSignature } from "../../src/domain/ed25519-signature.js";
+import { entrySigningPayload, type EntrySigningFields } from "../../src/domain/signing-payload.js";
 import { childEnv, runCli, temporaryDirectory } from "../support/child-processes.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
 import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
@@ -37,8 +39,25 @@ const NON_CANONICAL_KEYS = [
 ].map((hex) => ({ did: didFromEd25519Key(Buffer.from(hex, "hex")), says: "non-canonical" }));
 const WEAK_KEYS = [...SMALL_ORDER_KEYS, ...NON_CANONICAL_KEYS];
 
-/** R = the identity, S = 0: under OpenSSL alone, valid for every message with the identity key. */
-const UNIVERSAL_SIGNATURE = formatSignature(Uint8Array.from({ length: 64 }, (_, index) => (index === 0 ? 1 : 0)));
+/** R = B, S = 1: [S]B = R + [k]A for every message when A is the identity; R and S pass on their own. */
+const UNIVERSAL_SIGNATURE = formatSignature(Uint8Array.from([...ed.Point.BASE.toBytes(), 1, ...new Uint8Array(31)]));
+
+/**
+ * The publisher's own valid RFC 8032 signature of `fields`, made with the nonce 0, so R is the
+ * identity: what node:crypto accepts up to Node 22 and refuses from Node 24, and the registry always refuses.
+ */
+async function signedWithIdentityNonce(fields: Record<string, any>, seed: Uint8Array): Promise<string> {
+  const { scalar, pointBytes } = await ed.utils.getExtendedPublicKeyAsync(seed);
+  const r = ed.Point.ZERO.toBytes();
+  const digest = await ed.hashes.sha512Async(ed.etc.concatBytes(r, pointBytes, entrySigningPayload(fields as EntrySigningFields)));
+  const k = digest.reduceRight((value, byte) => (value << 8n) | BigInt(byte), 0n) % L;
+  const s = (k * scalar) % L;
+  return formatSignature(Uint8Array.from([...r, ...Array.from({ length: 32 }, (_, index) => Number((s >> BigInt(8 * index)) & 0xffn))]));
+}
+
+function parseSignatureBytes(signature: string): Uint8Array {
+  return Buffer.from(signature.slice("ed25519:".length), "base64url");
+}
 
 /** The same signature with L added to S: it still fits in 32 bytes, and [S + L]B = [S]B. */
 function withLAddedToS(signature: string): string {
@@ -110,6 +129,21 @@ describe.each(PROTOCOLS)("weak keys and malleable signatures over %s", (protocol
     expect((await client.resolve(`did:reg:main:skill:${name}`)).code).toBe("not_found");
     // The signature as made is still accepted.
     expect((await client.create(entry, token)).code).toBe("ok");
+    client.close();
+  });
+
+  it("refuses a create signed with the nonce 0 (R = the identity), naming signature, and stores nothing", async () => {
+    const client = registryClient(protocol, registry.url);
+    const name = `identity-nonce-${protocol}`;
+    const { signature: _made, ...fields } = await publisher.entry(name, "1.0.0");
+    const signature = await signedWithIdentityNonce(fields, publisher.keys.privateKey);
+    // A valid signature under RFC 8032's equation: noble's strict verify accepts it.
+    expect(await ed.verifyAsync(parseSignatureBytes(signature), entrySigningPayload(fields as EntrySigningFields), publisher.keys.publicKey, { zip215: false })).toBe(true);
+    const created = await client.create({ ...fields, signature }, token);
+    expect(created.code).toBe("invalid_argument");
+    expect(created.fields).toEqual(["signature"]);
+    expect(created.message).toContain("is a point of small order");
+    expect((await client.resolve(`did:reg:main:skill:${name}`)).code).toBe("not_found");
     client.close();
   });
 
