@@ -28,8 +28,8 @@ export function ed25519PublicKeyFault(publicKey: Uint8Array): Ed25519KeyFault | 
 
 /**
  * The canonical encodings of the 8 points whose order divides the cofactor: the multiples of one
- * point of order 8, which generates them all. Written out once here; a test holds the list equal
- * to docs/signatures.md's.
+ * point of order 8, which generates them all (test/domain/ed25519-strictness.test.ts refuses each
+ * of docs/signatures.md's 8 as an R).
  */
 const SMALL_ORDER_ENCODINGS: readonly Uint8Array[] = (() => {
   const generator = Point.fromHex("c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a");

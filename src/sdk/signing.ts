@@ -93,8 +93,8 @@ export async function verifyRevocationSignature(
 /**
  * Whether 64 signature bytes are a valid signature of `message` by the 32-byte `publicKey`, under
  * the registry's rule (docs/signatures.md): S < L, an R and a canonical key that are not of small
- * order, and the cofactorless equation [S]B = R + [k]A checked by encoding, so R must be canonical too. That is
- * exactly the server's answer (node:crypto after the same key and S checks). noble's own `verify`
+ * order, and the cofactorless equation [S]B = R + [k]A checked by encoding, so R must be canonical
+ * too. That is exactly the server's answer (node:crypto after the same key, S and R checks). noble's own `verify`
  * cannot give it: with `zip215: false` it multiplies by the cofactor, accepting signatures whose R
  * carries a small-order component that OpenSSL refuses. Never throws on malformed input.
  */
