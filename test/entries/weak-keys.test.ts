@@ -1,7 +1,7 @@
 import { readdir } from "node:fs/promises";
+import * as ed from "@noble/ed25519";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { didFromEd25519Key } from "../../src/domain/did-key.js";
-import * as ed from "@noble/ed25519";
 import { formatSignature, parseSignature } from "../../src/domain/ed25519-signature.js";
 import { entrySigningPayload, type EntrySigningFields } from "../../src/domain/signing-payload.js";
 import { childEnv, runCli, temporaryDirectory } from "../support/child-processes.js";
@@ -44,7 +44,8 @@ const UNIVERSAL_SIGNATURE = formatSignature(Uint8Array.from([...ed.Point.BASE.to
 
 /**
  * The publisher's own valid RFC 8032 signature of `fields`, made with the nonce 0, so R is the
- * identity: what node:crypto accepts up to Node 22 and refuses from Node 24, and the registry always refuses.
+ * identity: node:crypto accepts it up to Node 22 and refuses it from Node 24; the registry always
+ * refuses it.
  */
 async function signedWithIdentityNonce(fields: Record<string, any>, seed: Uint8Array): Promise<string> {
   const { scalar, pointBytes } = await ed.utils.getExtendedPublicKeyAsync(seed);
