@@ -1,5 +1,11 @@
 import { createPublicKey, verify, type KeyObject } from "node:crypto";
-import { ed25519PublicKeyFault, hasCanonicalScalar, hasSmallOrderNonce, SMALL_ORDER_NONCE_ERROR } from "./ed25519-strictness.js";
+import {
+  ed25519PublicKeyFault,
+  hasCanonicalScalar,
+  hasSmallOrderNonce,
+  NON_CANONICAL_SCALAR_ERROR,
+  SMALL_ORDER_NONCE_ERROR,
+} from "./ed25519-strictness.js";
 
 const SIGNATURE = /^ed25519:([A-Za-z0-9_-]{86})$/;
 
@@ -19,9 +25,7 @@ export function parseSignature(text: string): Uint8Array | { error: string } {
   if (bytes.length !== 64 || bytes.toString("base64url") !== match[1]) {
     return { error: "is not a canonical base64url encoding of 64 bytes" };
   }
-  if (!hasCanonicalScalar(bytes)) {
-    return { error: "is not canonical: its S (the last 32 bytes) must be less than the group order L" };
-  }
+  if (!hasCanonicalScalar(bytes)) return { error: NON_CANONICAL_SCALAR_ERROR };
   if (hasSmallOrderNonce(bytes)) return { error: SMALL_ORDER_NONCE_ERROR };
   return bytes;
 }

@@ -48,6 +48,9 @@ export function hasSmallOrderNonce(signature: Uint8Array): boolean {
   return SMALL_ORDER_ENCODINGS.some((encoding) => encoding.every((byte, index) => signature[index] === byte));
 }
 
+/** What parsing a signature says of an S of L or more, on the server and in the SDK. */
+export const NON_CANONICAL_SCALAR_ERROR = "is not canonical: its S (the last 32 bytes) must be less than the group order L";
+
 /** What parsing a signature with a small-order R says, on the server and in the SDK. */
 export const SMALL_ORDER_NONCE_ERROR = "is not acceptable: its R (the first 32 bytes) is a point of small order";
 

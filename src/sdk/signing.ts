@@ -7,6 +7,7 @@ import {
   hasCanonicalScalar,
   hasSmallOrderNonce,
   littleEndianInteger,
+  NON_CANONICAL_SCALAR_ERROR,
   SMALL_ORDER_NONCE_ERROR,
 } from "../domain/ed25519-strictness.js";
 import {
@@ -94,9 +95,10 @@ export async function verifyRevocationSignature(
  * Whether 64 signature bytes are a valid signature of `message` by the 32-byte `publicKey`, under
  * the registry's rule (docs/signatures.md): S < L, an R and a canonical key that are not of small
  * order, and the cofactorless equation [S]B = R + [k]A checked by encoding, so R must be canonical
- * too. That is exactly the server's answer (node:crypto after the same key, S and R checks). noble's own `verify`
- * cannot give it: with `zip215: false` it multiplies by the cofactor, accepting signatures whose R
- * carries a small-order component that OpenSSL refuses. Never throws on malformed input.
+ * too. That is exactly the server's answer (node:crypto after the same key, S and R checks).
+ * noble's own `verify` cannot give it: with `zip215: false` it multiplies by the cofactor,
+ * accepting signatures whose R carries a small-order component that OpenSSL refuses. Never throws
+ * on malformed input.
  */
 export async function verifyEd25519(
   signature: Uint8Array,
@@ -133,9 +135,7 @@ export function decodeSignature(text: string): Uint8Array | { error: string } {
   if (bytes === undefined || bytes.length !== SIGNATURE_LENGTH) {
     return { error: "must be ed25519: followed by the unpadded base64url of 64 bytes" };
   }
-  if (!hasCanonicalScalar(bytes)) {
-    return { error: "is not canonical: its S (the last 32 bytes) must be less than the group order L" };
-  }
+  if (!hasCanonicalScalar(bytes)) return { error: NON_CANONICAL_SCALAR_ERROR };
   if (hasSmallOrderNonce(bytes)) return { error: SMALL_ORDER_NONCE_ERROR };
   return bytes;
 }

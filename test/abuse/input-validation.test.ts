@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { registryClient, type CallResult, type Protocol } from "../support/protocol-clients.js";
+import { BASE_POINT_SIGNATURE } from "../support/signature-vectors.js";
 import {
   BINARY_TRANSPORTS,
   JSON_TRANSPORTS,
@@ -47,11 +48,8 @@ interface InputCase {
   readonly call: (name: string) => Promise<AbuseCall>;
 }
 
-/**
- * A well-formed signature that verifies nothing (R = the base point, S = 1), for entries the SDK
- * cannot sign (it refuses NaN and Infinity).
- */
-const UNVERIFIABLE_SIGNATURE = "ed25519:WGZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmYBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+/** A well-formed signature that verifies nothing, for entries the SDK cannot sign (it refuses NaN and Infinity). */
+const UNVERIFIABLE_SIGNATURE = BASE_POINT_SIGNATURE;
 
 /**
  * A create of entry `name` with `fields` replaced, signed over exactly those fields when the SDK

@@ -4,6 +4,7 @@ import { entrySigningPayload, revocationSigningPayload, REVOKE_PAYLOAD_TYPE } fr
 import { createPublisher, startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
 import { expectClientError } from "./client-error.js";
+import { BASE_POINT_SIGNATURE } from "../support/signature-vectors.js";
 
 /**
  * Signatures that must not pass: malformed (wrong length, not base64url, padded, another prefix,
@@ -54,9 +55,6 @@ interface SignatureCase {
 
 const DOES_NOT_VERIFY = "signature does not verify";
 
-/** The base point's encoding (RFC 8032 section 5.1): y = 4/5, x positive. */
-const BASE_POINT = Buffer.from("5866666666666666666666666666666666666666666666666666666666666666", "hex");
-
 const MALFORMED: readonly SignatureCase[] = [
   { label: "an empty signature", signature: () => "" },
   { label: "the prefix alone", signature: () => "ed25519:" },
@@ -91,7 +89,7 @@ const MALFORMED: readonly SignatureCase[] = [
 ];
 
 const WRONG_MESSAGE: readonly SignatureCase[] = [
-  { label: "S zero, R the base point", signature: () => encode(Uint8Array.from([...BASE_POINT, ...new Uint8Array(32)])), says: DOES_NOT_VERIFY },
+  { label: "R the base point, S = 1 (well-formed, made by no key)", signature: () => BASE_POINT_SIGNATURE, says: DOES_NOT_VERIFY },
   { label: "a valid signature of another entry", signature: async (e) => (await publisher.entry(`${e.entryDid.split(":")[4]!.split("@")[0]}-other`, "1.0.0")).signature, says: DOES_NOT_VERIFY },
   { label: "the same entry signed by another key", signature: async (e) => signBytes(entrySigningPayload(e as never), other.keys.privateKey), says: DOES_NOT_VERIFY },
   { label: "the payload with its keys unsorted", signature: (e) => signBytes(utf8(JSON.stringify(Object.fromEntries(Object.entries(payloadObject(e)).reverse())))), says: DOES_NOT_VERIFY },

@@ -7,6 +7,7 @@ import { entrySigningPayload, type EntrySigningFields } from "../../src/domain/s
 import { decodeSignature, signEntry, verifyEd25519, verifyEntrySignature } from "../../src/sdk/signing.js";
 import { seededRandom } from "../support/seeded-random.js";
 import { ENTRY, ENTRY_SIGNATURE, PUBLIC_KEY_HEX, SEED_HEX } from "../support/published-vector.js";
+import { BASE_POINT_SIGNATURE } from "../support/signature-vectors.js";
 
 /**
  * The registry's Ed25519 rule (docs/signatures.md, "Which keys and signatures are accepted"): the
@@ -38,12 +39,8 @@ const NON_CANONICAL_KEYS = [
   { what: "y = p + 3, read as 3 (a point of large order)", hex: "f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", did: "did:key:z6Mkvg2JPc7mj3oXZCpWHB9ScRB6BvScZqnrR4Ew9Gjrd75G" },
 ] as const;
 
-/**
- * R = B (the base point), S = 1: [S]B = R + [k]A holds for every message when A is the identity,
- * and for half of them when A has order 2. Neither R nor S is refused by itself.
- */
-const UNIVERSAL_SIGNATURE =
-  "ed25519:WGZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmYBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+/** R = B, S = 1; it also holds the equation for half of all messages when A has order 2. */
+const UNIVERSAL_SIGNATURE = BASE_POINT_SIGNATURE;
 
 /** R = the identity, S = 0: refused for its R, a point of small order. */
 const IDENTITY_NONCE_SIGNATURE =

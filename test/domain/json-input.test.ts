@@ -7,6 +7,7 @@ import { QueryError } from "../../src/discovery/query-language/query-error.js";
 import { structuredQuery } from "../../src/discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../../src/errors.js";
 import { objectWithKeys } from "../abuse/abuse-transports.js";
+import { BASE_POINT_SIGNATURE } from "../support/signature-vectors.js";
 
 /**
  * The pure rules behind test/abuse/input-validation.test.ts, including the cases no protocol can
@@ -97,8 +98,7 @@ describe("entry rules", () => {
     publisherDid: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK",
     publishedAt: "2026-01-01T00:00:00Z",
     contentHash: `sha256:${"ab".repeat(32)}`,
-    // R = the base point, S = 1: well-formed (these rules never verify it).
-    signature: "ed25519:WGZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmYBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+    signature: BASE_POINT_SIGNATURE, // well-formed; these rules never verify it
   };
   const fieldsOf = (input: EntryInput): string[] => {
     try {

@@ -7,6 +7,7 @@ import { entrySigningPayload, type EntrySigningFields } from "../../src/domain/s
 import { childEnv, runCli, temporaryDirectory } from "../support/child-processes.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
 import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
+import { BASE_POINT_SIGNATURE } from "../support/signature-vectors.js";
 import { createTestDatabase, usesPostgres, type TestDatabase } from "../support/test-database.js";
 
 /**
@@ -39,8 +40,7 @@ const NON_CANONICAL_KEYS = [
 ].map((hex) => ({ did: didFromEd25519Key(Buffer.from(hex, "hex")), says: "non-canonical" }));
 const WEAK_KEYS = [...SMALL_ORDER_KEYS, ...NON_CANONICAL_KEYS];
 
-/** R = B, S = 1: [S]B = R + [k]A for every message when A is the identity; R and S pass on their own. */
-const UNIVERSAL_SIGNATURE = formatSignature(Uint8Array.from([...ed.Point.BASE.toBytes(), 1, ...new Uint8Array(31)]));
+const UNIVERSAL_SIGNATURE = BASE_POINT_SIGNATURE;
 
 /**
  * The publisher's own valid RFC 8032 signature of `fields`, made with the nonce 0, so R is the
