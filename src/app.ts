@@ -13,7 +13,7 @@ import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./discovery/page-cursor.js";
 import { createErrorMappingInterceptor, streamDecodeErrorInterceptor } from "./edge/error-mapping.js";
 import { contextValuesFor, createClientAddressResolver } from "./edge/client-address.js";
-import { createRateLimitInterceptor, createWriteLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
+import { createExchangeLimit, createRateLimitInterceptor, createWriteLimit, type ExchangeLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
 import { ADDRESS_LIMITS } from "./edge/method-policies.js";
 import { createMemoryBucketStore, type BucketStore } from "./rate-limits/bucket-store.js";
 import { createPostgresBucketStore } from "./storage/postgres-bucket-store.js";
@@ -130,13 +130,15 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const limiter = openedLimiter === undefined ? undefined : countedRateLimiter(openedLimiter, metrics);
   const contextValues = limiter === undefined ? undefined : contextValuesFor(resolveClientAddress);
   const limitWrite = limiter?.policies.has("writes") ? createWriteLimit(limiter) : undefined;
+  // For reads that are no RPC (tlog-tiles paths, the SSE stream): the same buckets and answers.
+  const limitRead = limiter?.policies.has("reads") ? createExchangeLimit(limiter, "reads", resolveClientAddress) : undefined;
   const adminCredential = adminApiOn ? generateAdminCredential() : undefined;
   const adminVerifier = adminCredential === undefined ? undefined : createAdminCredentialVerifier(adminCredential);
   const { services, close: closeServices, quiesce, changeFeed, logFiles } = await createServices(
     config,
     { primary: database, replicas, routing },
     { repository: entryStore.repository, feed: entryStore.feed },
-    limitWrite,
+    { write: limitWrite, read: limitRead },
     adminVerifier,
     logger,
   );
@@ -504,7 +506,7 @@ async function createServices(
   config: RegistryConfig,
   databases: Databases,
   entryStore: { readonly repository: EntryRepository; readonly feed: ChangeFeed },
-  limitWrite: WriteLimit | undefined,
+  limits: { readonly write?: WriteLimit; readonly read?: ExchangeLimit },
   adminCredential: AdminCredentialVerifier | undefined,
   logger: Logger,
 ): Promise<{
@@ -529,13 +531,15 @@ async function createServices(
     }
   }
   if (config.role === "auth") return none;
-  const log = await openChangeAndTransparencyLogs(config, database, entryStore.feed, logger);
+  const log = await openChangeAndTransparencyLogs(config, database, entryStore.feed, logger, limits.read);
   const entryRepository =
     log.mirrorOf === undefined ? hintingWrites(entryStore.repository, log.hintWrite) : createReadOnlyEntryRepository(entryStore.repository, log.mirrorOf);
   const verifier = createAccessTokenVerifier({
     issuer: config.authUrl,
     audience: config.tokenAudience,
     keys: issuer === undefined ? new URL(`${config.authUrl}/.well-known/jwks.json`) : (opts) => issuer.jwks(opts),
+    // The primary, every write: a root token revoked by any process is refused at once by all.
+    findRootToken: (id) => authRepository.findRootTokenById(id),
   });
   const entries = createEntryService({ repository: entryRepository, entryTypes: config.entryTypes });
   const discoveryOn = (knex: Database["knex"]) => createKnexDiscoveryRepository(knex, { statementTimeoutMs: config.discoveryTimeoutMs });
@@ -557,7 +561,7 @@ async function createServices(
     discovery,
     authenticate: (header) => verifier.authenticate(header),
     resolveMaxAgeSeconds: config.resolveMaxAgeSeconds,
-    limitWrite,
+    limitWrite: limits.write,
   });
   services.push(servedService(RegistryService, impl));
   services.push(servedService(ChangeFeedService, createChangeFeedServiceImpl(log.changeFeed)));
@@ -570,7 +574,13 @@ async function createServices(
  * streams (woken by its own writes and by other processes' notifications), the integrator that
  * grows the tree and signs checkpoints, and the proofs and tiles read from it.
  */
-async function openChangeAndTransparencyLogs(config: RegistryConfig, database: Database, notifications: ChangeFeed, logger: Logger) {
+async function openChangeAndTransparencyLogs(
+  config: RegistryConfig,
+  database: Database,
+  notifications: ChangeFeed,
+  logger: Logger,
+  limitRead: ExchangeLimit | undefined,
+) {
   const changeLog = createKnexChangeLog(database.knex);
   const growth = createLogGrowth({ readSize: () => changeLog.size(), pollMs: LOG_POLL_MS });
   notifications.subscribe({ onChange: () => growth.hint(), onReset: () => growth.hint() });
@@ -597,6 +607,7 @@ async function openChangeAndTransparencyLogs(config: RegistryConfig, database: D
       store: treeStore,
       transparency,
       log: (error: unknown) => logger.error("request failed", describeError(error)),
+      limitRead,
     }),
     /** A write of this process committed: wake its streams now, and integrate soon. */
     hintWrite: () => {

@@ -7,7 +7,9 @@ import {
   type JWTVerifyGetKey,
 } from "jose";
 import { RegistryError, UnauthenticatedError, UnavailableError } from "../errors.js";
+import type { RootTokenRecord } from "./auth-repository.js";
 import type { Principal } from "./principal.js";
+import { isRootTokenId } from "./root-tokens.js";
 
 /**
  * Verifies access tokens and turns them into Principals. Every way a token can be wrong is
@@ -39,7 +41,15 @@ export interface AccessTokenVerifierOptions {
   readonly clock?: () => Date;
   /** Remote JWKS tuning. */
   readonly remote?: RemoteJwksOptions;
+  /**
+   * Reads a root token by id from the issuer's database, so that an access token stops working
+   * the moment its root token (its `client_id`) is revoked. Absent, revocation is not checked.
+   */
+  readonly findRootToken?: RootTokenLookup;
 }
+
+/** The root token with this id as stored now (never cached), or undefined if this database has none. */
+export type RootTokenLookup = (id: string) => Promise<Pick<RootTokenRecord, "revokedAt"> | undefined>;
 
 export interface RemoteJwksOptions {
   /** Least time between two fetches, also for unknown kids (which is how rotation propagates). */
@@ -56,7 +66,8 @@ export interface AccessTokenVerifier {
 
 export const ACCESS_TOKEN_ALGORITHMS = ["EdDSA"];
 const ACCESS_TOKEN_TYPE = "at+jwt";
-const REQUIRED_CLAIMS = ["exp", "iat", "sub", "scope", "jti"];
+/** `client_id` names the root token the access token was issued with (RFC 9068 §2.2). */
+const REQUIRED_CLAIMS = ["exp", "iat", "sub", "scope", "jti", "client_id"];
 const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
 const DEFAULT_MAX_TOKEN_AGE_SECONDS = 86_400;
 /** Verified tokens remembered per process; the oldest are forgotten first. */
@@ -83,16 +94,23 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
   // A publisher sends many writes with one token: its signature is checked once, and the result
   // kept until the token's own expiry (without the clock tolerance, so never longer than a fresh
   // verification would accept it). Keys only retire after every token they signed has expired,
-  // so a cached answer cannot outlive the key that proved it.
-  const verified = new Map<string, { principal: Principal; expiresAtMs: number }>();
+  // so a cached answer cannot outlive the key that proved it. Revocation of the root token is
+  // not part of what is kept: it is read on every call.
+  const verified = new Map<string, VerifiedToken>();
 
   async function authenticate(authorization: string | null | undefined): Promise<Principal> {
+    const { principal, rootTokenId } = await verify(authorization);
+    if (options.findRootToken !== undefined) await refuseRevokedRootToken(options.findRootToken, rootTokenId);
+    return principal;
+  }
+
+  async function verify(authorization: string | null | undefined): Promise<VerifiedToken> {
     const token = parseBearerCredential(authorization, "access token");
     if (token.length > MAX_TOKEN_CHARS) throw new UnauthenticatedError("access token is malformed");
     const nowMs = (options.clock?.() ?? new Date()).getTime();
     const known = verified.get(token);
     if (known !== undefined) {
-      if (known.expiresAtMs > nowMs) return known.principal;
+      if (known.expiresAtMs > nowMs) return known;
       verified.delete(token);
     }
     let payload: Record<string, unknown>;
@@ -103,15 +121,34 @@ export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): 
       if (error instanceof RegistryError) throw error;
       throw new UnauthenticatedError(describeRejection(error), { cause: error });
     }
-    const principal = principalOf(payload);
-    if (typeof payload.exp === "number") {
-      if (verified.size >= MAX_VERIFIED_TOKENS) verified.delete(verified.keys().next().value as string);
-      verified.set(token, { principal, expiresAtMs: payload.exp * 1000 });
-    }
-    return principal;
+    const result = { principal: principalOf(payload), rootTokenId: rootTokenIdOf(payload), expiresAtMs: Number(payload.exp) * 1000 };
+    if (verified.size >= MAX_VERIFIED_TOKENS) verified.delete(verified.keys().next().value as string);
+    verified.set(token, result);
+    return result;
   }
 
   return { authenticate };
+}
+
+interface VerifiedToken {
+  readonly principal: Principal;
+  /** The `client_id` claim: the root token this access token was issued with. */
+  readonly rootTokenId: string;
+  readonly expiresAtMs: number;
+}
+
+/**
+ * Refuses an access token whose root token is revoked. A root token this database does not hold
+ * is let through: its issuer keeps its root tokens elsewhere (a registry-only process on a
+ * database of its own), and the signature already proved the token is that issuer's.
+ */
+async function refuseRevokedRootToken(findRootToken: RootTokenLookup, rootTokenId: string): Promise<void> {
+  const rootToken = await findRootToken(rootTokenId);
+  if (rootToken?.revokedAt != null) {
+    throw new UnauthenticatedError(
+      `access token's root token ${rootTokenId} was revoked at ${rootToken.revokedAt.toISOString()}; exchange an unrevoked root token for a new access token`,
+    );
+  }
 }
 
 /**
@@ -136,6 +173,14 @@ function principalOf(payload: Record<string, unknown>): Principal {
   if (typeof scope !== "string") throw new UnauthenticatedError('access token "scope" must be a string');
   if (typeof jti !== "string" || jti === "") throw new UnauthenticatedError('access token "jti" must be a string');
   return { subject: sub, scopes: scope.split(" ").filter((item) => item !== "") };
+}
+
+function rootTokenIdOf(payload: Record<string, unknown>): string {
+  const { client_id: clientId } = payload;
+  if (typeof clientId !== "string" || !isRootTokenId(clientId)) {
+    throw new UnauthenticatedError('access token "client_id" must be a root token id');
+  }
+  return clientId;
 }
 
 function localKeyResolver(source: LocalKeySource): JWTVerifyGetKey {

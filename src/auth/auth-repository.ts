@@ -42,6 +42,8 @@ export interface AuthRepository {
   createRootToken(token: NewRootToken): Promise<RootTokenRecord>;
   /** The unrevoked root token with this hash, if any. */
   findActiveRootTokenByHash(tokenHash: Buffer): Promise<RootTokenRecord | undefined>;
+  /** The root token with this id, revoked or not, if any. */
+  findRootTokenById(id: string): Promise<RootTokenRecord | undefined>;
   /** Every root token, revoked ones included, oldest first. */
   listRootTokens(): Promise<RootTokenRecord[]>;
   /**

@@ -57,7 +57,7 @@ export function createRootTokenAdmin({ repository, entryTypes }: RootTokenAdminO
     async revoke(id) {
       if (!isRootTokenId(id)) throw new NotFoundError(`no root token has the id ${JSON.stringify(id.slice(0, 40))} (ids are rt_ and 16 hex digits)`);
       if (!(await repository.revokeRootToken(id))) throw new NotFoundError(`no root token has the id ${id}`);
-      const record = (await repository.listRootTokens()).find((candidate) => candidate.id === id);
+      const record = await repository.findRootTokenById(id);
       if (record === undefined) throw new NotFoundError(`no root token has the id ${id}`);
       return record;
     },

@@ -58,6 +58,12 @@ export function createKnexAuthRepository(knex: Knex): AuthRepository {
         return row === undefined ? undefined : rootTokenFromRow(row as RootTokenRow);
       }),
 
+    findRootTokenById: (id) =>
+      translateDriverErrors(async () => {
+        const row = await knex<RootTokenRow>("root_tokens").select(...ROOT_TOKEN_COLUMNS).where({ id }).first();
+        return row === undefined ? undefined : rootTokenFromRow(row as RootTokenRow);
+      }),
+
     listRootTokens: () =>
       translateDriverErrors(async () => {
         const rows = await knex<RootTokenRow>("root_tokens")

@@ -207,8 +207,8 @@ describe("authenticate", () => {
     await expectUnauthenticated(await forgeToken(issuerKey.privateKey, kid, { header: { kid: undefined } }), /kid/);
   });
 
-  it("requires exp, iat, sub, scope and jti", async () => {
-    for (const claim of ["exp", "iat", "sub", "scope", "jti"]) {
+  it("requires exp, iat, sub, scope, jti and client_id", async () => {
+    for (const claim of ["exp", "iat", "sub", "scope", "jti", "client_id"]) {
       const token = await forgeToken(issuerKey.privateKey, kid, { omit: [claim] });
       await expectUnauthenticated(token, new RegExp(`"${claim}"`));
     }

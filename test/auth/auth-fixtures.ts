@@ -78,6 +78,7 @@ export async function forgeToken(key: CryptoKey, kid: string, options: ForgeOpti
     iat: now,
     exp: now + 600,
     jti: randomBytes(8).toString("hex"),
+    client_id: generateRootTokenId(),
     ...options.claims,
   };
   for (const name of options.omit ?? []) delete claims[name];
