@@ -4,6 +4,7 @@ import type { TreeStore } from "../changes/transparency-log.js";
 import { encodeEntryBundle, encodeTile, parseTilePath, storedHashesInTile, tileWidth, TILE_WIDTH } from "../transparency/tiles.js";
 import { negotiateEncoding } from "./compression.js";
 import type { HttpExchange } from "./http-exchange.js";
+import type { ExchangeLimit } from "./rate-limit-interceptor.js";
 import { writeRestError } from "./rest-transcoder.js";
 import { errorOf } from "./rpc/rpc-answers.js";
 
@@ -15,6 +16,8 @@ export interface LogFilesOptions {
   readonly transparency: TransparencyService;
   /** Logs what fails unexpectedly (the client gets a bare internal error). */
   readonly log: (error: unknown) => void;
+  /** The per-address "reads" limit every checkpoint and tile request draws from; none when reads are not limited. */
+  readonly limitRead?: ExchangeLimit;
 }
 
 /** Whatever a tile's width, its bytes never change: caches may keep it for good. */
@@ -38,6 +41,7 @@ export function createLogFiles(options: LogFilesOptions): LogFiles {
   async function answer(exchange: HttpExchange, serve: (exchange: HttpExchange) => Promise<void>): Promise<void> {
     exchange.observation.protocol = "tlog-tiles";
     exchange.observation.route = exchange.path === "/checkpoint" ? "GET /checkpoint" : "GET /tile/...";
+    if (options.limitRead !== undefined && !(await options.limitRead(exchange))) return;
     try {
       await serve(exchange);
       exchange.observation.code = "ok";

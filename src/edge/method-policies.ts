@@ -1,7 +1,9 @@
 import type { DescMethod } from "@bufbuild/protobuf";
 import { AdminService } from "../../gen/auth/v1/admin_service_pb.js";
 import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
+import { ChangeFeedService } from "../../gen/registry/v1/change_feed_service_pb.js";
 import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
+import { TransparencyLogService } from "../../gen/registry/v1/transparency_log_service_pb.js";
 import type { AddressLimit } from "./rate-limit-interceptor.js";
 
 /**
@@ -13,7 +15,9 @@ import type { AddressLimit } from "./rate-limit-interceptor.js";
 
 /**
  * The limits keyed by client address, with the methods they apply to: reads (CONTRACT 9) and
- * token issuance.
+ * token issuance. Every read counts, one token a call: entries, discovery, change pages, and the
+ * transparency log (whose tlog-tiles paths, GET /checkpoint and /tile/..., draw from the same
+ * bucket in log-files.ts). A WatchChanges stream draws one token when it opens.
  */
 export const ADDRESS_LIMITS: readonly AddressLimit[] = [
   {
@@ -23,6 +27,9 @@ export const ADDRESS_LIMITS: readonly AddressLimit[] = [
       RegistryService.method.listEntryVersions,
       RegistryService.method.discoverEntries,
       RegistryService.method.queryEntries,
+      ChangeFeedService.method.listChanges,
+      ChangeFeedService.method.watchChanges,
+      ...Object.values(TransparencyLogService.method),
     ],
   },
   { policy: "tokens", methods: [TokenService.method.issueToken] },

@@ -3,7 +3,10 @@ import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo, Socket } from "node:net";
 import type { RegistryConfig } from "../config.js";
-import { createTrustedProxyTest } from "./client-address.js";
+import { addressKey, createTrustedProxyTest } from "./client-address.js";
+
+/** The connection cap and the per-address limits key clients alike (client-address.ts). */
+export { addressKey } from "./client-address.js";
 
 /** Where requests go: HTTP/1.1 requests, and HTTP/2 streams (served without node's compatibility layer). */
 export interface RequestHandlers {
@@ -430,20 +433,4 @@ function sweepInterval(limits: ConnectionLimits): number {
   const deadlines = [limits.firstBytesTimeoutMs, limits.headersTimeoutMs, limits.requestTimeoutMs, limits.idleTimeoutMs];
   if (limits.http2PingIntervalMs > 0) deadlines.push(limits.http2PingIntervalMs);
   return Math.max(10, Math.min(1_000, Math.floor(Math.min(...deadlines) / 4)));
-}
-
-/**
- * The key a connection is counted under: an IPv4 address, or the /64 network of an IPv6 one, since
- * a single IPv6 host is usually given a whole /64 and could otherwise open a cap's worth per address.
- */
-export function addressKey(address: string): string {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped !== null) return mapped[1]!;
-  if (!address.includes(":")) return address;
-  const [head = "", tail] = address.split("%", 1)[0]!.split("::");
-  const groups = (part: string) => (part === "" ? [] : part.split(":").flatMap((group) => (group.includes(".") ? ["0", "0"] : [group])));
-  const left = groups(head);
-  const right = tail === undefined ? [] : groups(tail);
-  const all = tail === undefined ? left : [...left, ...Array(Math.max(0, 8 - left.length - right.length)).fill("0"), ...right];
-  return `${all.slice(0, 4).map((group) => Number.parseInt(group, 16).toString(16)).join(":")}::/64`;
 }

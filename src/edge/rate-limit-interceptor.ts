@@ -5,12 +5,16 @@ import { Code, ConnectError, type HandlerContext, type Interceptor } from "@conn
 import type { Principal } from "../auth/principal.js";
 import type { RateLimitDecision, RateLimiter } from "../rate-limits/rate-limiter.js";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { clientAddressKey } from "./client-address.js";
+import { addressKey, clientAddressKey, type ClientAddressResolver } from "./client-address.js";
+import { negotiateEncoding } from "./compression.js";
+import type { HttpExchange } from "./http-exchange.js";
+import { writeRestError } from "./rest-transcoder.js";
 
 /**
  * The limits the edge applies, each a policy of the limiter with buckets of its own: its name is
  * also the policy's name in the RateLimit headers.
- * - reads: resolves, version lists and discovery, per client address;
+ * - reads: resolves, version lists, discovery, the change feed and the transparency log (its RPCs,
+ *   checkpoint and tiles), per client address;
  * - writes: creates and revokes, per publisher (the token's subject), or per client address for
  *   a caller whose token did not verify;
  * - tokens: token issuance, per client address.
@@ -42,7 +46,7 @@ export function createRateLimitInterceptor(options: RateLimitInterceptorOptions)
   return (next) => async (request) => {
     const policy = policies.get(request.method);
     if (policy === undefined) return next(request);
-    const headers = await admit(limiter, policy, request.contextValues.get(clientAddressKey), "client address");
+    const headers = await admit(limiter, policy, addressKey(request.contextValues.get(clientAddressKey)), "client address");
     try {
       const response = await next(request);
       headers.forEach((value, key) => response.header.set(key, value));
@@ -69,9 +73,33 @@ export function createWriteLimit(limiter: RateLimiter): WriteLimit {
     // Subjects are DIDs ("did:..."), addresses are IPs: the two kinds of key cannot meet.
     const headers =
       principal === undefined
-        ? await admit(limiter, "writes", context.values.get(clientAddressKey), "client address")
+        ? await admit(limiter, "writes", addressKey(context.values.get(clientAddressKey)), "client address")
         : await admit(limiter, "writes", principal.subject, "publisher");
     headers.forEach((value, key) => context.responseHeader.set(key, value));
+  };
+}
+
+/**
+ * A per-address limit for a request that is no RPC call (GET /checkpoint, /tile/..., the SSE
+ * stream), drawing from the same buckets as the interceptor. Allowed, it sets the RateLimit headers
+ * on the exchange (they go with whatever answer follows) and resolves true; refused, it has
+ * answered 429 as a refused REST call is answered (Retry-After, RateLimit headers, RetryInfo) and
+ * resolves false: the caller then stops.
+ */
+export type ExchangeLimit = (exchange: HttpExchange) => Promise<boolean>;
+
+export function createExchangeLimit(limiter: RateLimiter, policy: RateLimitPolicy, resolveClientAddress: ClientAddressResolver): ExchangeLimit {
+  return async (exchange) => {
+    let headers: Headers;
+    try {
+      headers = await admit(limiter, policy, addressKey(resolveClientAddress(exchange)), "client address");
+    } catch (error) {
+      if (!(error instanceof ConnectError)) throw error;
+      await writeRestError(exchange, error, undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
+      return false;
+    }
+    headers.forEach((value, key) => exchange.setHeader(key, value));
+    return true;
   };
 }
 
