@@ -42,7 +42,7 @@ import { createKnexChangeLog } from "./storage/knex-change-log.js";
 import type { ChangeFeed } from "./storage/entry-cache.js";
 import { createChangeLogService, type ChangeLogService } from "./changes/change-log-service.js";
 import { createChangeStream } from "./edge/change-stream.js";
-import { createLogIntegrator } from "./changes/log-integrator.js";
+import { createLogIntegrator, signEmptyTreeCheckpoint } from "./changes/log-integrator.js";
 import { createReadOnlyEntryRepository } from "./entries/read-only-entry-repository.js";
 import { createTransparencyService } from "./changes/transparency-service.js";
 import { createTransparencyLogServiceImpl, type PublishedLogKey } from "./edge/transparency-log-handlers.js";
@@ -597,7 +597,8 @@ async function openChangeAndTransparencyLogs(
           intervalMs: config.logIntegrateMs,
           onError: (error) => logger.error("the transparency log could not integrate new changes; it retries", describeError(error)),
         });
-  const transparency = createTransparencyService({ store: treeStore, hasher: nodeMerkleHasher });
+  const emptyTree = signer === undefined ? undefined : await signEmptyTreeCheckpoint(signer, nodeMerkleHasher, nodeSha256);
+  const transparency = createTransparencyService({ store: treeStore, hasher: nodeMerkleHasher, emptyTree });
   return {
     mirrorOf,
     changeFeed: createChangeLogService({ log: changeLog, growth }),

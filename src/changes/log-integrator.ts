@@ -3,7 +3,7 @@ import type { MerkleHasher, Sha256 } from "../transparency/merkle.js";
 import { signNote, type NoteSigner } from "../transparency/signed-note.js";
 import { appendLeaves } from "../transparency/stored-hashes.js";
 import { logRecordBytes } from "./log-record.js";
-import type { SignedCheckpoint, TreeStore } from "./transparency-log.js";
+import type { SignedCheckpoint, TreeHead, TreeStore } from "./transparency-log.js";
 
 export interface LogIntegratorOptions {
   readonly store: TreeStore;
@@ -55,9 +55,8 @@ export function createLogIntegrator(options: LogIntegratorOptions): LogIntegrato
       if (changes.length === 0) return undefined;
       const records = changes.map((change) => ({ index: Number(change.index), bytes: logRecordBytes(change) }));
       const appended = await appendLeaves(tree.head.size, records.map((record) => hasher.leafHash(record.bytes)), tree, hasher);
-      const head = { size: appended.size, root: appended.root };
-      const note = await signNote(formatCheckpoint({ origin: signer.name, size: head.size, rootHash: head.root, extensions: [] }), signer, options.sha256);
-      const checkpoint = { ...head, note };
+      const checkpoint = await signCheckpoint({ size: appended.size, root: appended.root }, signer, options.sha256);
+      const head = { size: checkpoint.size, root: checkpoint.root };
       await tree.write({ storedHashes: appended.storedHashes, records, head, checkpoint });
       return { checkpoint, full: changes.length === batch };
     });
@@ -117,4 +116,20 @@ export function createLogIntegrator(options: LogIntegratorOptions): LogIntegrato
       await running?.catch(() => undefined);
     },
   };
+}
+
+/** The checkpoint of `head`, signed with the log's key: a C2SP signed note of its tlog-checkpoint body. */
+async function signCheckpoint(head: TreeHead, signer: NoteSigner, sha256: Sha256): Promise<SignedCheckpoint> {
+  const note = await signNote(formatCheckpoint({ origin: signer.name, size: head.size, rootHash: head.root, extensions: [] }), signer, sha256);
+  return { size: head.size, root: head.root, note };
+}
+
+/**
+ * The signed checkpoint of the tree with no records (RFC 9162 2.1.1: its root is SHA-256 of no
+ * bytes), which a log serves before it has integrated anything. It is true of every log whatever
+ * it holds later, so it is made once at start and never stored: a checkpoint row of size 0 would
+ * be written by every process that found the log empty, and only the first could insert it.
+ */
+export function signEmptyTreeCheckpoint(signer: NoteSigner, hasher: MerkleHasher, sha256: Sha256): Promise<SignedCheckpoint> {
+  return signCheckpoint({ size: 0, root: hasher.emptyRoot() }, signer, sha256);
 }

@@ -7,6 +7,11 @@ import type { SignedCheckpoint, TreeStore } from "./transparency-log.js";
 export interface TransparencyServiceOptions {
   readonly store: TreeStore;
   readonly hasher: MerkleHasher;
+  /**
+   * The signed checkpoint of the empty tree (signEmptyTreeCheckpoint), the latest while the store
+   * holds none; absent where nothing is signed (a mirror serves only what it copied).
+   */
+  readonly emptyTree?: SignedCheckpoint;
 }
 
 export interface InclusionAnswer {
@@ -34,8 +39,8 @@ export function createTransparencyService(options: TransparencyServiceOptions): 
   const { store, hasher } = options;
 
   async function latestCheckpoint(): Promise<SignedCheckpoint> {
-    const checkpoint = await store.latestCheckpoint();
-    if (checkpoint === undefined) throw new UnavailableError("the log has no checkpoint yet: it is made within seconds of the first change");
+    const checkpoint = (await store.latestCheckpoint()) ?? options.emptyTree;
+    if (checkpoint === undefined) throw new UnavailableError("the log has no checkpoint yet: a mirror has one once it has copied its source's");
     return checkpoint;
   }
 
