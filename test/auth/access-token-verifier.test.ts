@@ -223,6 +223,60 @@ describe("authenticate", () => {
       await forgeToken(issuerKey.privateKey, kid, { claims: { exp: "tomorrow" as unknown as number } }),
       /exp/,
     );
+    for (const clientId of [7, "", "rt_XYZ", "regrt_secret"]) {
+      await expectUnauthenticated(
+        await forgeToken(issuerKey.privateKey, kid, { claims: { client_id: clientId } }),
+        /"client_id" must be a root token id/,
+      );
+    }
+  });
+});
+
+describe("with its root tokens in the same database", () => {
+  let checking: AccessTokenVerifier;
+  beforeAll(() => {
+    checking = createAccessTokenVerifier({
+      issuer: ISSUER_URL,
+      audience: AUDIENCE,
+      keys: issuer.jwks,
+      findRootToken: (id) => repository.findRootTokenById(id),
+    });
+  });
+
+  it("refuses a token it accepted before, once its root token is revoked, and only that root token's", async () => {
+    const subject = randomDid();
+    const [revoked, kept] = [await mintRootToken(repository, ["registry.admin"], subject), await mintRootToken(repository, ["registry.admin"], subject)];
+    const revokedAccess = (await issuer.issueToken(`Bearer ${revoked.token}`, { scopes: ["registry.admin"] })).accessToken;
+    const keptAccess = (await issuer.issueToken(`Bearer ${kept.token}`, { scopes: ["registry.admin"] })).accessToken;
+    await checking.authenticate(`Bearer ${revokedAccess}`);
+
+    await repository.revokeRootToken(revoked.record.id, new Date("2026-01-02T03:04:05Z"));
+    const error = await checking.authenticate(`Bearer ${revokedAccess}`).catch((refusal: unknown) => refusal);
+    expect(error).toBeInstanceOf(UnauthenticatedError);
+    expect((error as Error).message).toBe(
+      `access token's root token ${revoked.record.id} was revoked at 2026-01-02T03:04:05.000Z; exchange an unrevoked root token for a new access token`,
+    );
+    expect(await checking.authenticate(`Bearer ${keptAccess}`)).toEqual({ subject, scopes: ["registry.admin"] });
+  });
+
+  it("accepts a token whose root token this database does not hold (an issuer on another database)", async () => {
+    const subject = randomDid();
+    const token = await forgeToken(issuerKey.privateKey, kid, { claims: { sub: subject, client_id: "rt_00000000000000ff" } });
+    expect(await checking.authenticate(`Bearer ${token}`)).toEqual({ subject, scopes: ["registry.publish.skill"] });
+  });
+
+  it("is unavailable, not unauthenticated, when the root token cannot be read", async () => {
+    const closed = await createTestDatabase();
+    const closedRepository = createKnexAuthRepository(closed.database.knex);
+    await closed.drop();
+    const failing = createAccessTokenVerifier({
+      issuer: ISSUER_URL,
+      audience: AUDIENCE,
+      keys: issuer.jwks,
+      findRootToken: (id) => closedRepository.findRootTokenById(id),
+    });
+    const token = await forgeToken(issuerKey.privateKey, kid);
+    await expect(failing.authenticate(`Bearer ${token}`)).rejects.toBeInstanceOf(UnavailableError);
   });
 });
 
