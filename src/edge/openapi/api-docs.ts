@@ -9,8 +9,8 @@ import { openApiText } from "./openapi-document.js";
 
 /**
  * GET /openapi.json, and a reference page at /docs rendered by swagger-ui-dist from this
- * server's own copy: the page loads nothing from anywhere else (its Content-Security-Policy says
- * so to the browser too).
+ * server's own copy: the page loads nothing from anywhere else, and no other site may frame it
+ * (its Content-Security-Policy says both to the browser).
  */
 export interface ApiDocs {
   /** Answers the request and returns true when it is one of the docs' paths; false leaves it alone. */
@@ -37,7 +37,14 @@ interface LoadedAsset {
 const REVALIDATE = "no-cache";
 const RENDERER_MAX_AGE = "public, max-age=86400";
 
-const PAGE_POLICY = "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'";
+/**
+ * What every HTML answer carries: a page that loads nothing from elsewhere and that no other site
+ * may frame (clickjacking); X-Frame-Options for browsers that predate frame-ancestors.
+ */
+const HTML_HEADERS: Readonly<ResponseHeaders> = Object.freeze({
+  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
+  "x-frame-options": "DENY",
+});
 
 export function createApiDocs(document: JsonObject): ApiDocs {
   const rendererDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
@@ -70,7 +77,7 @@ export function createApiDocs(document: JsonObject): ApiDocs {
   async function answer(exchange: HttpExchange, path: string, asset: Asset): Promise<void> {
     const { body, coded } = await load(path, asset);
     const headers: ResponseHeaders = { "cache-control": asset.cacheControl, vary: "Accept-Encoding" };
-    if (asset.contentType.startsWith("text/html")) headers["content-security-policy"] = PAGE_POLICY;
+    if (asset.contentType.startsWith("text/html")) Object.assign(headers, HTML_HEADERS);
     if (answerConditionally(exchange, headers, body)) return;
     const encoding = asset.contentType === "image/png" || body.byteLength < COMPRESS_MIN_BYTES ? undefined : negotiateEncoding(exchange.header("accept-encoding"));
     headers["content-type"] = asset.contentType;
