@@ -1,6 +1,5 @@
 import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
-import { createContextValues } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
 import { createKnexAuthRepository } from "./storage/knex-auth-repository.js";
@@ -40,8 +39,10 @@ import { migrateToLatest, openDatabase, pendingMigrations, type Database, type D
 import { createLocalChangeFeed, createPostgresChangeFeed } from "./storage/change-feed.js";
 import { createKnexChangeLog } from "./storage/knex-change-log.js";
 import type { ChangeFeed } from "./storage/entry-cache.js";
-import { createChangeLogService, type ChangeLogService } from "./changes/change-log-service.js";
+import { createChangeLogService, type ChangeLogLimits, type ChangeLogService } from "./changes/change-log-service.js";
 import { createChangeStream } from "./edge/change-stream.js";
+import { createFeedStreamGuard, endExchangeKey, endNodeExchange } from "./edge/feed-stream-guard.js";
+import { createStreamAdmission } from "./edge/stream-admission.js";
 import { createLogIntegrator, signEmptyTreeCheckpoint } from "./changes/log-integrator.js";
 import { createReadOnlyEntryRepository } from "./entries/read-only-entry-repository.js";
 import { createTransparencyService } from "./changes/transparency-service.js";
@@ -170,6 +171,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     onUnexpectedError: logUnexpected,
   });
   const rpcServices = [...services.map(({ service }) => service), Health, ...reflectionServiceDescriptors];
+  const streams = createStreamAdmission({ perAddress: config.maxStreamsPerIp, total: config.maxStreams });
+  const adapterContextValues = contextValuesFor(resolveClientAddress);
   const adapter = connectNodeAdapter({
     routes: (router) => {
       for (const { service, impl } of services) router.service(service, impl as never);
@@ -177,15 +180,21 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       registerReflection(router, [...services.map(({ service }) => service), Health]);
     },
     // Outermost, so it records the outcome every other interceptor produced.
-    interceptors: [createAdapterOutcomeInterceptor(), ...interceptors, streamDecodeErrorInterceptor],
+    interceptors: [
+      createAdapterOutcomeInterceptor(),
+      ...interceptors,
+      createFeedStreamGuard({ methods: [ChangeFeedService.method.watchChanges], admission: streams, stallTimeoutMs: config.streamStallTimeoutMs }),
+      streamDecodeErrorInterceptor,
+    ],
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,
-    contextValues: (req) =>
-      withAdapterObservation(
-        contextValues === undefined ? createContextValues() : contextValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress }),
-        req,
-      ),
+    // The adapter serves streams: their caps need the client's address whatever the limits.
+    contextValues: (req) => {
+      const values = adapterContextValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress });
+      values.set(endExchangeKey, () => endNodeExchange(req));
+      return withAdapterObservation(values, req);
+    },
   });
   const transcoder = createRestTranscoder({
     services,
@@ -209,7 +218,15 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       changeStream:
         changeFeed === undefined
           ? undefined
-          : createChangeStream({ feed: changeFeed, shutdownSignal: shutdown.signal, keepAliveMs: SSE_KEEP_ALIVE_MS, log: logUnexpected }),
+          : createChangeStream({
+              feed: changeFeed,
+              shutdownSignal: shutdown.signal,
+              keepAliveMs: SSE_KEEP_ALIVE_MS,
+              admission: streams,
+              resolveClientAddress,
+              stallTimeoutMs: config.streamStallTimeoutMs,
+              log: logUnexpected,
+            }),
       isReady,
       log: logUnexpected,
       observer: createCallObserver({
@@ -601,7 +618,7 @@ async function openChangeAndTransparencyLogs(
   const transparency = createTransparencyService({ store: treeStore, hasher: nodeMerkleHasher, emptyTree });
   return {
     mirrorOf,
-    changeFeed: createChangeLogService({ log: changeLog, growth }),
+    changeFeed: createChangeLogService({ log: changeLog, growth, limits: changeLogLimits(config) }),
     transparency,
     key,
     files: createLogFiles({
@@ -639,6 +656,20 @@ async function openLogKey(
   }
   const signer = await openLogSigner(database.knex, config.logOrigin, config.logSigningKey);
   return { key: { origin: signer.name, verifierKey: verifierKeyText(signer, nodeSha256), publicKey: signer.publicKey }, signer };
+}
+
+/**
+ * The change log's bounds: pages as configured; catch-up reads take a quarter of the pool at most,
+ * so streams replaying at once leave the rest to calls; the shared tail holds 1,000 records, or
+ * 16 pages' weight, which are what the streams at the head need.
+ */
+function changeLogLimits(config: RegistryConfig): ChangeLogLimits {
+  return {
+    pageMaxBytes: config.changePageMaxBytes,
+    watchReadConcurrency: Math.max(1, Math.floor(config.databasePoolMax / 4)),
+    tailMaxRecords: 1_000,
+    tailMaxBytes: 16 * config.changePageMaxBytes,
+  };
 }
 
 /**

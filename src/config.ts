@@ -119,6 +119,14 @@ export interface RegistryConfig {
   readonly maxConnectionsPerIp: number;
   /** Open connections in all; 0: no cap. */
   readonly maxConnections: number;
+  /** Open change-feed streams (SSE and WatchChanges) per client address (an IPv6 /64); 0: no cap. */
+  readonly maxStreamsPerIp: number;
+  /** Open change-feed streams in all; 0: no cap. */
+  readonly maxStreams: number;
+  /** How long a change-feed stream may wait for its client to take what was written before it is ended. */
+  readonly streamStallTimeoutMs: number;
+  /** The most one page of the change log (and a stream's batch) may weigh, in bytes of entry state. */
+  readonly changePageMaxBytes: number;
   /** On SIGTERM, how long requests already received may run before their connections are cut. */
   readonly shutdownGraceMs: number;
   /** The least severe log level written. */
@@ -231,6 +239,10 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     http2PingIntervalMs: integer(env, "HTTP2_PING_INTERVAL_MS", 30_000, 0, 3_600_000),
     maxConnectionsPerIp: integer(env, "MAX_CONNECTIONS_PER_IP", 256, 0, 1_000_000),
     maxConnections: integer(env, "MAX_CONNECTIONS", 4_000, 0, 1_000_000),
+    maxStreamsPerIp: integer(env, "MAX_STREAMS_PER_IP", 32, 0, 1_000_000),
+    maxStreams: integer(env, "MAX_STREAMS", 2_000, 0, 1_000_000),
+    streamStallTimeoutMs: integer(env, "STREAM_STALL_TIMEOUT_MS", 30_000, 100, 3_600_000),
+    changePageMaxBytes: integer(env, "CHANGE_PAGE_MAX_BYTES", 1024 * 1024, 1024, 1024 * 1024 * 1024),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 5_000, 0, 600_000),
     logLevel: logLevel(env.LOG_LEVEL),
     accessLog: boolean(env, "ACCESS_LOG", true),

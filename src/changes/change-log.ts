@@ -31,6 +31,8 @@ export interface ChangePage {
   readonly changes: readonly LoggedChange[];
   /** The log's size when the page was read. */
   readonly size: bigint;
+  /** What the page's entry states weigh as text: about what holding and sending them costs. */
+  readonly bytes: number;
 }
 
 /**
@@ -38,8 +40,12 @@ export interface ChangePage {
  * in the same transaction, so the log and the entries never disagree.
  */
 export interface ChangeLogRepository {
-  /** Up to `limit` records with an index above `after` (from the first when undefined), oldest first. */
-  listChanges(after: bigint | undefined, limit: number): Promise<ChangePage>;
+  /**
+   * Up to `limit` records with an index above `after` (from the first when undefined), oldest
+   * first, stopping before the record that would take the page's weight past `maxBytes`; the
+   * first record comes whatever it weighs.
+   */
+  listChanges(after: bigint | undefined, limit: number, maxBytes: number): Promise<ChangePage>;
   /** The number of records: the next record's index. */
   size(): Promise<bigint>;
 }

@@ -1,16 +1,24 @@
 import { once } from "node:events";
 import { Code } from "@connectrpc/connect";
 import type { ChangeLogService } from "../changes/change-log-service.js";
+import type { LoggedChange } from "../changes/change-log.js";
 import { InvalidArgumentError } from "../errors.js";
 import { changeMessage } from "./change-feed-handlers.js";
 import { changeJson } from "./change-json.js";
+import type { ClientAddressResolver } from "./client-address.js";
 import { negotiateEncoding } from "./compression.js";
+import { endNodeExchange } from "./feed-stream-guard.js";
 import type { HttpExchange } from "./http-exchange.js";
 import { writeRestError } from "./rest-transcoder.js";
 import { errorOf } from "./rpc/rpc-answers.js";
+import { codeName } from "./status-codes.js";
+import type { StreamAdmission } from "./stream-admission.js";
 
 /** Where the change log is served as Server-Sent Events. */
 export const CHANGE_STREAM_PATH = "/v1/changes/stream";
+
+/** The largest log index: indexes are int64 on every other protocol. */
+const MAX_INDEX = 2n ** 63n - 1n;
 
 export interface ChangeStreamOptions {
   readonly feed: ChangeLogService;
@@ -18,6 +26,16 @@ export interface ChangeStreamOptions {
   readonly shutdownSignal: AbortSignal;
   /** How often a comment line is sent on an idle stream, so proxies and clients keep it open. */
   readonly keepAliveMs: number;
+  /** The caps on open streams, shared with WatchChanges. */
+  readonly admission: StreamAdmission;
+  readonly resolveClientAddress: ClientAddressResolver;
+  /**
+   * Counts the stream's opening against the caller's limits, as a call of the same method would
+   * be: resolves with the headers to send, or rejects with resource_exhausted (answered 429).
+   */
+  readonly admit?: (exchange: HttpExchange, address: string) => Promise<Headers>;
+  /** How long an event may wait for the client to read it before the stream is ended. */
+  readonly stallTimeoutMs: number;
   readonly log: (error: unknown) => void;
 }
 
@@ -25,23 +43,50 @@ export interface ChangeStreamOptions {
  * GET /v1/changes/stream: WatchChanges as Server-Sent Events, for browsers' EventSource and plain
  * HTTP clients. Each event is `id: <index>`, `event: change`, `data: <the Change as JSON>`. A
  * client that reconnects sends `Last-Event-ID` (EventSource does so itself) and resumes after that
- * index; `?after=N` starts after N. Writes wait for the socket to drain, so a slow reader holds
- * one batch of the log in memory, not the log.
+ * index; `?after=N` starts after N. Writes wait for the socket to drain, and a client that leaves
+ * an event unread for the stall timeout is cut off, so a reader that stopped holds little for long.
  */
 export function createChangeStream(options: ChangeStreamOptions): (exchange: HttpExchange) => Promise<void> {
+  // The same record reaches every stream at the head of the log as one object: written once.
+  const events = new WeakMap<LoggedChange, string>();
+  const eventOf = (change: LoggedChange): string => {
+    let event = events.get(change);
+    if (event === undefined) {
+      event = `id: ${change.index}\nevent: change\ndata: ${changeJson(changeMessage(change))}\n\n`;
+      events.set(change, event);
+    }
+    return event;
+  };
+
   return async (exchange) => {
     const observation = exchange.observation;
     observation.protocol = "sse";
     observation.method = "registry.v1.ChangeFeedService/WatchChanges";
     observation.route = `GET ${CHANGE_STREAM_PATH}`;
+    const refuse = (error: unknown, headers: Record<string, string> = {}) =>
+      writeRestError(exchange, errorOf(error, options.log), undefined, headers, negotiateEncoding(exchange.header("accept-encoding")));
     let after: bigint | undefined;
+    let release: () => void;
+    let limitHeaders: Record<string, string> = {};
     try {
       after = resumePoint(exchange);
+      const address = options.resolveClientAddress(exchange);
+      if (options.admit !== undefined) limitHeaders = Object.fromEntries(await options.admit(exchange, address));
+      release = options.admission.open(address);
     } catch (error) {
-      await writeRestError(exchange, errorOf(error, options.log), undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
+      await refuse(error, { ...limitHeaders, ...headersOf(error) });
       return;
     }
-    const { res } = exchange.nodeObjects();
+    try {
+      await stream(exchange, after, limitHeaders);
+    } finally {
+      release();
+    }
+  };
+
+  async function stream(exchange: HttpExchange, after: bigint | undefined, limitHeaders: Record<string, string>): Promise<void> {
+    const observation = exchange.observation;
+    const { req, res } = exchange.nodeObjects();
     // HTTP/1.1's and HTTP/2's responses write alike; their overloads differ only in callbacks.
     const write = (text: string): boolean => (res as { write(chunk: string): boolean }).write(text);
     const stop = new AbortController();
@@ -49,6 +94,7 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     res.once("close", end);
     options.shutdownSignal.addEventListener("abort", end, { once: true });
     res.writeHead(200, {
+      ...limitHeaders,
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-store",
       // Proxies that buffer answers (nginx) would hold events back.
@@ -57,21 +103,48 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     write(": changes\n\n");
     const keepAlive = setInterval(() => write(": keep-alive\n\n"), options.keepAliveMs);
     keepAlive.unref();
+    let stalled = false;
     try {
       for await (const change of options.feed.watchChanges(after, stop.signal)) {
-        const event = `id: ${change.index}\nevent: change\ndata: ${changeJson(changeMessage(change))}\n\n`;
-        if (!write(event) && !stop.signal.aborted) await Promise.race([once(res, "drain"), once(stop.signal, "abort")]);
+        if (write(eventOf(change)) || stop.signal.aborted) continue;
+        stalled = !(await drained(res, stop.signal, options.stallTimeoutMs));
+        if (stalled) break;
       }
-      observation.code = "ok";
+      observation.code = stalled ? codeName(Code.DeadlineExceeded) : "ok";
     } catch (error) {
       // The answer has started: a failure can only end the stream, which the client resumes.
-      observation.code = errorOf(error, options.log).code === Code.Canceled ? "canceled" : "internal";
+      const code = errorOf(error, options.log).code;
+      observation.code = stop.signal.aborted && code === Code.Canceled ? "canceled" : codeName(code);
     } finally {
       clearInterval(keepAlive);
       options.shutdownSignal.removeEventListener("abort", end);
-      res.end();
+      // A client that does not read cannot be sent the end either.
+      if (stalled) endNodeExchange(req);
+      else res.end();
     }
-  };
+  }
+}
+
+/** Whether `res` drained before `timeoutMs` (or the stream stopped); false when its client stalled. */
+async function drained(res: NodeJS.EventEmitter, signal: AbortSignal, timeoutMs: number): Promise<boolean> {
+  const timeout = new AbortController();
+  const timer = setTimeout(() => timeout.abort(), timeoutMs);
+  timer.unref();
+  try {
+    await Promise.race([once(res, "drain", { signal: timeout.signal }), once(signal, "abort", { signal: timeout.signal })]);
+    return true;
+  } catch {
+    return signal.aborted;
+  } finally {
+    clearTimeout(timer);
+    timeout.abort();
+  }
+}
+
+/** What a refusal carries to its answer: the RateLimit headers and Retry-After of a 429. */
+function headersOf(error: unknown): Record<string, string> {
+  const metadata = (error as { metadata?: Headers }).metadata;
+  return metadata instanceof Headers ? Object.fromEntries(metadata) : {};
 }
 
 /** After which index to start: Last-Event-ID (a reconnecting EventSource), else ?after=, else from the start. */
@@ -83,7 +156,7 @@ function resumePoint(exchange: HttpExchange): bigint | undefined {
 }
 
 function indexOf(text: string, field: string): bigint {
-  if (!/^[0-9]{1,19}$/.test(text)) throw InvalidArgumentError.of(field, "must be a log index: a non-negative integer");
-  return BigInt(text);
+  const index = /^[0-9]{1,19}$/.test(text) ? BigInt(text) : undefined;
+  if (index === undefined || index > MAX_INDEX) throw InvalidArgumentError.of(field, `must be a log index: an integer from 0 to ${MAX_INDEX}`);
+  return index;
 }
-

@@ -1,5 +1,5 @@
 import { create } from "@bufbuild/protobuf";
-import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
+import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { InvalidArgumentError, RegistryError, type RegistryErrorKind } from "../errors.js";
 
@@ -36,14 +36,28 @@ export function toConnectError(error: unknown, log: ErrorLogger): ConnectError {
   return new ConnectError("internal error", Code.Internal);
 }
 
+/**
+ * Maps what a call throws, and for a server stream what its messages throw after it began (a
+ * database that fails mid-stream is unavailable, not internal).
+ */
 export function createErrorMappingInterceptor(log: ErrorLogger): Interceptor {
   return (next) => async (request) => {
     try {
-      return await next(request);
+      const response = await next(request);
+      if (!response.stream) return response;
+      return { ...response, message: mappedErrors(response.message, log) } as StreamResponse;
     } catch (error) {
       throw toConnectError(error, log);
     }
   };
+}
+
+async function* mappedErrors<T>(messages: AsyncIterable<T>, log: ErrorLogger): AsyncIterable<T> {
+  try {
+    yield* messages;
+  } catch (error) {
+    throw toConnectError(error, log);
+  }
 }
 
 /**

@@ -4,7 +4,6 @@ import { ENTRY_FIELDS } from "../domain/entry-fields.js";
 import { translateDriverErrors } from "./driver-errors.js";
 import { entryFromRow, type EntryRow } from "./entry-row.js";
 
-/** A row of `registry_log` (migration 0008) as the `pg` driver returns it. */
 /** The columns a change is read from; not `record`, the bytes the tree hashes, which only tiles and proofs need. */
 export const LOG_ROW_COLUMNS = [
   "log_index",
@@ -18,6 +17,7 @@ export const LOG_ROW_COLUMNS = [
   "logged_at",
 ] as const;
 
+/** A row of `registry_log` (migration 0008) as the `pg` driver returns it. */
 export interface LogRow {
   log_index: string;
   kind: ChangeKind;
@@ -32,16 +32,30 @@ export interface LogRow {
 
 export function createKnexChangeLog(knex: Knex): ChangeLogRepository {
   return {
-    listChanges: (after, limit) =>
+    listChanges: (after, limit, maxBytes) =>
       translateDriverErrors(async () => {
+        // The running weight is summed in index order over the limited rows; the outer filter keeps
+        // the prefix that starts within maxBytes, so the first record always comes, however large.
         // One statement is one snapshot: the size read beside the page is never below its end.
-        const rows: (LogRow & { last_index: string | null })[] = await knex("registry_log")
-          .select(...LOG_ROW_COLUMNS, knex.raw("(select max(log_index) from registry_log) as last_index"))
+        const limited = knex("registry_log")
+          .select(
+            ...LOG_ROW_COLUMNS,
+            "state_bytes",
+            knex.raw("sum(state_bytes) over (order by log_index) as running_bytes"),
+            knex.raw("(select max(log_index) from registry_log) as last_index"),
+          )
           .where("log_index", ">", after === undefined ? "-1" : after.toString())
           .orderBy("log_index")
           .limit(limit);
+        const rows: (LogRow & { state_bytes: number; last_index: string | null })[] = await knex
+          .select("*")
+          .from(limited.as("page"))
+          .whereRaw("running_bytes - state_bytes < ?", [maxBytes])
+          .orderBy("log_index");
         const size = rows.length === 0 ? await logSize(knex) : BigInt(rows[0]!.last_index!) + 1n;
-        return { changes: rows.map(changeFromRow), size };
+        let bytes = 0;
+        for (const row of rows) bytes += row.state_bytes;
+        return { changes: rows.map(changeFromRow), size, bytes };
       }),
 
     size: () =>

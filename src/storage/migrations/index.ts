@@ -12,6 +12,7 @@ import * as createPlans from "./0010-create-plans.js";
 import * as logAppendLock from "./0011-log-append-lock.js";
 import * as createInOnePlan from "./0012-create-in-one-plan.js";
 import * as logSource from "./0013-log-source.js";
+import * as logStateBytes from "./0015-log-state-bytes.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -36,6 +37,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0011-log-append-lock", logAppendLock],
   ["0012-create-in-one-plan", createInOnePlan],
   ["0013-log-source", logSource],
+  ["0015-log-state-bytes", logStateBytes],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {

@@ -1,0 +1,70 @@
+import http2 from "node:http2";
+import type { DescMethod } from "@bufbuild/protobuf";
+import { createContextKey, type Interceptor, type StreamResponse } from "@connectrpc/connect";
+import { clientAddressKey } from "./client-address.js";
+import type { NodeRequest } from "./http-exchange.js";
+import type { StreamAdmission } from "./stream-admission.js";
+
+/** Ends the exchange a call runs on, from under Connect's adapter: set for every adapter call. */
+export const endExchangeKey = createContextKey<(() => void) | undefined>(undefined, { description: "ends the call's exchange" });
+
+/**
+ * Ends a node exchange whatever its state: an HTTP/2 stream is reset (CANCEL), the session lives
+ * on; an HTTP/1.1 connection is closed. A write waiting on a client that does not read then fails.
+ */
+export function endNodeExchange(req: NodeRequest): void {
+  if ("stream" in req) req.stream.close(http2.constants.NGHTTP2_CANCEL);
+  else req.socket.destroy();
+}
+
+export interface FeedStreamGuardOptions {
+  /** The streaming methods guarded: WatchChanges. */
+  readonly methods: readonly DescMethod[];
+  readonly admission: StreamAdmission;
+  /** How long a message may wait for the client to take it before the stream is ended. */
+  readonly stallTimeoutMs: number;
+}
+
+/**
+ * The change feed's streams on Connect's adapter: each takes a place from the admission caps
+ * (resource_exhausted over them) until it ends, and is ended when its client leaves a message
+ * untaken for the stall timeout (a zero HTTP/2 window, a reader that stopped), so a stream
+ * nobody reads holds nothing for long.
+ */
+export function createFeedStreamGuard(options: FeedStreamGuardOptions): Interceptor {
+  const guarded = new Set(options.methods);
+  return (next) => async (request) => {
+    if (!guarded.has(request.method)) return next(request);
+    const release = options.admission.open(request.contextValues.get(clientAddressKey));
+    try {
+      const response = await next(request);
+      if (!response.stream) {
+        release();
+        return response;
+      }
+      const end = request.contextValues.get(endExchangeKey) ?? (() => {});
+      return { ...response, message: watched(response, options.stallTimeoutMs, end, release) } as StreamResponse;
+    } catch (error) {
+      release();
+      throw error;
+    }
+  };
+}
+
+/** The stream's messages, each to be taken by the writer within `stallTimeoutMs`; the place released at the end. */
+async function* watched(response: StreamResponse, stallTimeoutMs: number, end: () => void, release: () => void) {
+  try {
+    for await (const message of response.message) {
+      // The adapter asks for the next message only once this one's write has drained.
+      const stall = setTimeout(end, stallTimeoutMs);
+      stall.unref();
+      try {
+        yield message;
+      } finally {
+        clearTimeout(stall);
+      }
+    }
+  } finally {
+    release();
+  }
+}
