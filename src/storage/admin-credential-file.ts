@@ -1,5 +1,6 @@
-import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
+import { chmod, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ensurePrivateDataDirectory } from "./data-directory.js";
 
 /**
  * Where a server leaves its admin credential for the operator's CLI: a file in the data
@@ -14,12 +15,12 @@ export function adminCredentialPath(dataDir: string): string {
 }
 
 /**
- * Writes `credential` to <dataDir>/admin-credential with mode 0600, creating the directory with
- * mode 0700 if it is missing. The file is replaced by a rename, so a reader sees the old
+ * Writes `credential` to <dataDir>/admin-credential with mode 0600, in a directory made 0700 (and
+ * refused if another account owns it; see data-directory.ts). The file is replaced by a rename, so a reader sees the old
  * credential or the new one, never half of one, and never a moment with looser permissions.
  */
 export async function writeAdminCredential(dataDir: string, credential: string): Promise<string> {
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await ensurePrivateDataDirectory(dataDir);
   const path = adminCredentialPath(dataDir);
   const staging = `${path}.${process.pid}.tmp`;
   try {

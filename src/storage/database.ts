@@ -1,7 +1,9 @@
-import { mkdir, open, readFile, rm } from "node:fs/promises";
+import { open, readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
 import knexFactory, { type Knex } from "knex";
+import type { PGlite } from "@electric-sql/pglite";
 import type pg from "pg";
+import { ensurePrivateDataDirectory, makeDataDirectoryContentsPrivate } from "./data-directory.js";
 import { migrationSource } from "./migrations/index.js";
 
 export interface DatabaseOptions {
@@ -109,7 +111,8 @@ async function openPglite(dataDir: string, statementTimeout: number): Promise<Da
   const { pg_trgm } = await import("@electric-sql/pglite/contrib/pg_trgm");
   const inMemory = dataDir.startsWith("memory://");
   const releaseLock = inMemory ? async () => {} : await lockDataDir(dataDir);
-  const pglite = await PGlite.create(dataDir, { extensions: { pg_trgm } }).catch(async (error: unknown) => {
+  const create = () => PGlite.create(dataDir, { extensions: { pg_trgm } });
+  const pglite = await (inMemory ? create() : withPrivateFiles(dataDir, create)).catch(async (error: unknown) => {
     await releaseLock();
     throw error;
   });
@@ -128,6 +131,23 @@ async function openPglite(dataDir: string, statementTimeout: number): Promise<Da
   });
 }
 
+/**
+ * PGlite on `dataDir` with nothing in it readable by another account: before it opens (files
+ * left by an older build or another tool) and after (initdb's files, which PGlite makes 0666).
+ * Files it adds later are private to the directory, whose mode is 0700.
+ */
+async function withPrivateFiles(dataDir: string, create: () => Promise<PGlite>): Promise<PGlite> {
+  await makeDataDirectoryContentsPrivate(dataDir);
+  const pglite = await create();
+  try {
+    await makeDataDirectoryContentsPrivate(dataDir);
+  } catch (error) {
+    await pglite.close();
+    throw error;
+  }
+  return pglite;
+}
+
 export class DatabaseInUseError extends Error {}
 
 /**
@@ -136,12 +156,11 @@ export class DatabaseInUseError extends Error {}
  * that no longer runs is taken over.
  */
 async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
-  // The server's account alone: the directory holds the database and the admin credential.
-  await mkdir(dataDir, { recursive: true, mode: 0o700 });
+  await ensurePrivateDataDirectory(dataDir);
   const lockPath = join(dataDir, "registry.lock");
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
-      const handle = await open(lockPath, "wx");
+      const handle = await open(lockPath, "wx", 0o600);
       await handle.writeFile(String(process.pid));
       await handle.close();
       return () => rm(lockPath, { force: true });
