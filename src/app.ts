@@ -129,12 +129,13 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const resolveClientAddress = createClientAddressResolver(config.trustProxy);
   const openedLimiter = await openRateLimiter(config, database, logger);
   const limiter = openedLimiter === undefined ? undefined : countedRateLimiter(openedLimiter, metrics);
-  const contextValues = limiter === undefined ? undefined : contextValuesFor(resolveClientAddress);
   const limitWrite = limiter?.policies.has("writes") ? createWriteLimit(limiter) : undefined;
   // For reads that are no RPC (tlog-tiles paths, the SSE stream): the same buckets and answers.
   const limitRead = limiter?.policies.has("reads") ? createExchangeLimit(limiter, "reads", resolveClientAddress) : undefined;
   const adminCredential = adminApiOn ? generateAdminCredential() : undefined;
   const adminVerifier = adminCredential === undefined ? undefined : createAdminCredentialVerifier(adminCredential);
+  // The per-address limits, and the admin API's limit on wrong credentials, read the client's address.
+  const contextValues = limiter === undefined && adminVerifier === undefined ? undefined : contextValuesFor(resolveClientAddress);
   const { services, close: closeServices, quiesce, changeFeed, logFiles } = await createServices(
     config,
     { primary: database, replicas, routing },

@@ -3,6 +3,7 @@ import type { AdminService, RootToken } from "../../gen/auth/v1/admin_service_pb
 import type { AdminCredentialVerifier } from "../auth/admin-credential.js";
 import type { RootTokenRecord } from "../auth/auth-repository.js";
 import type { RootTokenAdmin } from "../auth/root-token-admin.js";
+import { addressKey, clientAddressKey } from "./client-address.js";
 import { notePrincipal } from "./observability.js";
 
 /** How the access line names the caller of an admin call: the holder of the data directory's credential. */
@@ -16,7 +17,8 @@ export function createAdminServiceImpl(credential: AdminCredentialVerifier, admi
   const authorize = (context: { requestHeader: Headers; responseHeader: Headers; values: Parameters<typeof notePrincipal>[0] }) => {
     // Secrets and the operator's list: no cache may keep either.
     context.responseHeader.set("cache-control", "no-store");
-    credential.verify(context.requestHeader.get("authorization"));
+    // Wrong credentials are limited per client address, keyed as every per-address limit is.
+    credential.verify(context.requestHeader.get("authorization"), addressKey(context.values.get(clientAddressKey)));
     notePrincipal(context.values, ADMIN_PRINCIPAL);
   };
   return {
