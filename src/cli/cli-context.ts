@@ -1,6 +1,7 @@
 import { homedir } from "node:os";
 import { join } from "node:path";
 import { CliFailure, EXIT } from "./exit-codes.js";
+import type { TerminalWriter } from "./terminal-writer.js";
 import { ConfigError, registryUrlFrom } from "../config.js";
 
 /** Where a command reads its settings and writes its output; main.ts builds it from the process. */
@@ -11,8 +12,9 @@ export interface CliContext {
    * other settings are not read here: the server commands go through loadConfig.
    */
   readonly env: Readonly<Record<string, string | undefined>>;
-  stdout(text: string): void;
-  stderr(text: string): void;
+  /** The only ways out: each escapes what came from outside (terminal-writer.ts). */
+  readonly stdout: TerminalWriter;
+  readonly stderr: TerminalWriter;
   /** Whether stderr is a terminal: progress lines are shown only then, unless asked for. */
   readonly stderrIsTty: boolean;
   /** Whether stdin is a terminal: a secret is read from stdin only when it is not. */

@@ -6,13 +6,14 @@ import type { RegistryClient } from "../sdk/registry-client.js";
 import { registryUrl, type CliContext } from "./cli-context.js";
 import type { ClientOptions } from "./client-options.js";
 import { CliFailure, EXIT, exitCodeOf } from "./exit-codes.js";
+import { terminal, terminalText } from "./terminal-text.js";
 
 /** What a client command's body gets: the client, the registry's URL and how to print. */
 export interface ClientCall {
   readonly client: RegistryClient;
   readonly registry: string;
   readonly json: boolean;
-  /** Prints a value as one JSON document on stdout. */
+  /** Prints a value as one JSON document on stdout; the writer escapes what JSON leaves raw (C1, bidi) as \uXXXX. */
   printJson(value: unknown): void;
 }
 
@@ -52,13 +53,13 @@ export async function runClientCommand(
 export function reportFailure(error: unknown, registry: string, json: boolean, context: CliContext): number {
   if (error instanceof CliFailure) {
     if (json) context.stderr(`${JSON.stringify({ error: { code: "cli", message: error.message } })}\n`);
-    else context.stderr(`registry: ${error.message}\n`);
+    else context.stderr`registry: ${error.message}\n`;
     return error.exitCode;
   }
   const errno = error as NodeJS.ErrnoException;
   if (errno instanceof Error && typeof errno.code === "string" && errno.syscall !== undefined) {
     // A local file the command needed (the credentials file, say) could not be read or written.
-    context.stderr(`registry: ${errno.message}\n`);
+    context.stderr`registry: ${errno.message}\n`;
     return EXIT.refused;
   }
   if (!(error instanceof RegistryClientError)) throw error;
@@ -70,9 +71,10 @@ export function reportFailure(error: unknown, registry: string, json: boolean, c
     // The registry's message of a refused request lists its violations; each then gets its own line.
     const listed = error.violations.map(({ field, description }) => `${field}: ${description}`);
     const onlyViolations = listed.length > 0 && message === listed.join("; ");
-    const headline = unreachable ? message : onlyViolations ? `${error.code}:` : `${error.code}: ${message}`;
-    context.stderr(`registry: ${headline}\n`);
-    for (const line of listed) context.stderr(`  ${line}\n`);
+    if (unreachable) context.stderr`registry: ${message}\n`;
+    else if (onlyViolations) context.stderr`registry: ${error.code}:\n`;
+    else context.stderr`registry: ${error.code}: ${message}\n`;
+    for (const { field, description } of error.violations) context.stderr`  ${field}: ${description}\n`;
   }
   return exitCodeOf(error.code);
 }
@@ -113,14 +115,14 @@ export function versionJson(version: EntryVersion): JsonObject {
 export function describeEntry(entry: Entry): string {
   const fields = entryJson(entry);
   const lines = [
-    `${String(fields.entryDid)}  ${statusName(fields.status)}`,
-    `  publisher   ${String(fields.publisherDid)}`,
-    `  published   ${String(fields.publishedAt)}`,
-    `  content     ${String(fields.contentHash)}`,
+    terminal`${fields.entryDid}  ${statusName(fields.status)}`,
+    terminal`  publisher   ${fields.publisherDid}`,
+    terminal`  published   ${fields.publishedAt}`,
+    terminal`  content     ${fields.contentHash}`,
   ];
-  if (fields.description) lines.push(`  description ${String(fields.description)}`);
-  if (Array.isArray(fields.tags) && fields.tags.length > 0) lines.push(`  tags        ${fields.tags.join(", ")}`);
-  if (fields.revocationReason) lines.push(`  revoked     ${String(fields.revokedAt)}: ${String(fields.revocationReason)}`);
+  if (fields.description) lines.push(terminal`  description ${fields.description}`);
+  if (Array.isArray(fields.tags) && fields.tags.length > 0) lines.push(`  tags        ${fields.tags.map(terminalText).join(", ")}`);
+  if (fields.revocationReason) lines.push(terminal`  revoked     ${fields.revokedAt}: ${fields.revocationReason}`);
   return `${lines.join("\n")}\n`;
 }
 

@@ -2,6 +2,7 @@ import { createKnexAuthRepository } from "../storage/knex-auth-repository.js";
 import { loadIssuerKeySet, rotateIssuerKey } from "../auth/issuer-keys.js";
 import type { RegistryConfig } from "../config.js";
 import { migrateToLatest, openDatabase } from "../storage/database.js";
+import { terminal } from "./terminal-text.js";
 
 export type IssuerKeyCommandConfig = Pick<RegistryConfig, "databaseUrl" | "dataDir" | "tokenMaxTtlSeconds">;
 
@@ -28,12 +29,12 @@ export async function runIssuerKeyCommand(
     const options = { repository: createKnexAuthRepository(database.knex), tokenMaxTtlSeconds: config.tokenMaxTtlSeconds };
     if (command === "rotate") {
       const key = await rotateIssuerKey(options);
-      io.stdout(`${key.kid}\n`);
+      io.stdout(terminal`${key.kid}\n`);
       return 0;
     }
     const keys = await loadIssuerKeySet(options);
     for (const key of keys.publicKeys) {
-      io.stdout(`${key.kid}\t${key.kid === keys.signingKey.kid ? "current" : "retired"}\n`);
+      io.stdout(terminal`${key.kid}\t${key.kid === keys.signingKey.kid ? "current" : "retired"}\n`);
     }
     return 0;
   } finally {

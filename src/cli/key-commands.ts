@@ -2,6 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { text } from "node:stream/consumers";
 import { parseArgs } from "node:util";
 import { joinOptionValues } from "./option-values.js";
+import { terminal } from "./terminal-text.js";
 import { fieldSpec, PUBLISHER_FIELDS, type FieldKind } from "../domain/entry-fields.js";
 import type { EntrySigningFields } from "../domain/signing-payload.js";
 import {
@@ -277,11 +278,11 @@ function printUsage(io: KeyCommandIo): number {
 
 function reportFailure(error: unknown, io: KeyCommandIo): number {
   if (error instanceof UsageError) {
-    io.stderr(`registry: ${error.message}\n\n${KEY_COMMAND_USAGE}`);
+    io.stderr(terminal`registry: ${error.message}\n\n` + KEY_COMMAND_USAGE);
     return EXIT_USAGE;
   }
   if (error instanceof CommandError) {
-    io.stderr(`registry: ${error.message}\n`);
+    io.stderr(terminal`registry: ${error.message}\n`);
     return EXIT_FAILURE;
   }
   throw error;

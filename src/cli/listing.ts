@@ -59,7 +59,9 @@ function progressLine(shown: boolean, context: CliContext) {
     update(count: number, pages: number) {
       if (!shown) return;
       const line = `fetched ${count} (${pages} page${pages === 1 ? "" : "s"})`;
-      context.stderr(context.stderrIsTty ? `\r${line}` : `${line}\n`);
+      // The terminal's line is rewritten in place: the CR is the template's own, never a value's.
+      if (context.stderrIsTty) context.stderr`\r${line}`;
+      else context.stderr`${line}\n`;
       written = true;
     },
     end() {

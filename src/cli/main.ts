@@ -21,6 +21,7 @@ import { registerSignCommand } from "./commands/sign.js";
 import { registerVersionsCommand } from "./commands/versions.js";
 import { registerWaitCommand } from "./commands/wait.js";
 import { EXIT, EXIT_CODES_HELP } from "./exit-codes.js";
+import { createTerminalWriter } from "./terminal-writer.js";
 
 /** This build's version, from the package.json it ships with (two levels up from src/cli, or dist/src/cli). */
 function version(): string {
@@ -72,8 +73,8 @@ function createProgram(context: CliContext): Command {
 function processContext(): CliContext {
   return {
     env: process.env,
-    stdout: (chunk) => void process.stdout.write(chunk),
-    stderr: (chunk) => void process.stderr.write(chunk),
+    stdout: createTerminalWriter((chunk) => void process.stdout.write(chunk)),
+    stderr: createTerminalWriter((chunk) => void process.stderr.write(chunk)),
     stderrIsTty: process.stderr.isTTY === true,
     stdinIsTty: process.stdin.isTTY === true,
     readStdin: () => text(process.stdin),
@@ -104,11 +105,11 @@ function exitCodeOfFailure(error: unknown, context: CliContext): number {
   }
   const errno = error as NodeJS.ErrnoException & { address?: string; port?: number };
   if (errno.code === "EADDRINUSE") {
-    context.stderr(`registry: ${errno.address ?? "the address"}:${errno.port ?? "?"} is already in use; set PORT (and HOST) to listen elsewhere\n`);
+    context.stderr`registry: ${errno.address ?? "the address"}:${errno.port ?? "?"} is already in use; set PORT (and HOST) to listen elsewhere\n`;
     return EXIT.refused;
   }
   if (error instanceof ConfigError || error instanceof DatabaseInUseError) {
-    context.stderr(`registry: ${error.message}\n`);
+    context.stderr`registry: ${error.message}\n`;
     return EXIT.usage;
   }
   throw error;

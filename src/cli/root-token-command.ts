@@ -8,6 +8,7 @@ import type { RegistryConfig } from "../config.js";
 import { ed25519KeyFromDid } from "../domain/did-key.js";
 import { RegistryError } from "../errors.js";
 import { DatabaseInUseError, migrateToLatest, openDatabase } from "../storage/database.js";
+import { terminal, terminalText } from "./terminal-text.js";
 
 /** Where the command writes; tests pass their own, the CLI the process's streams. */
 export interface RootTokenCommandIo {
@@ -84,8 +85,8 @@ async function createCommand(args: string[], config: RootTokenCommandConfig, io:
   const description = validDescription(values.description as string | undefined);
   const { token, record } = await withRootTokens(config, verboseIo(values, io), (admin) => admin.create({ subject, scopes, description }));
   // stdout carries the token alone, so `TOKEN=$(registry root-token create ...)` works.
-  io.stdout(`${token}\n`);
-  io.stderr(`created root token ${record.id} for ${record.subject} (${record.scopes.join(", ")})\n`);
+  io.stdout(terminal`${token}\n`);
+  io.stderr(terminal`created root token ${record.id} for ${record.subject} (${record.scopes.join(", ")})\n`);
   return EXIT_OK;
 }
 
@@ -108,7 +109,7 @@ async function revokeCommand(args: string[], config: RootTokenCommandConfig, io:
   const id = positionals[0]!;
   if (!isRootTokenId(id)) throw new UsageError(`"${id}" is not a root token id (rt_ and 16 hex digits)`);
   await withRootTokens(config, verboseIo(values, io), (admin) => admin.revoke(id));
-  io.stdout(`revoked ${id}\n`);
+  io.stdout(terminal`revoked ${id}\n`);
   return EXIT_OK;
 }
 
@@ -161,7 +162,7 @@ function validDescription(description: string | undefined): string {
 
 /** Where --verbose notes go: stderr with the flag, nowhere without it. */
 function verboseIo(values: CommandLine["values"], io: RootTokenCommandIo): (text: string) => void {
-  return values.verbose === true ? (text) => io.stderr(`registry root-token: ${text}\n`) : () => {};
+  return values.verbose === true ? (text) => io.stderr(terminal`registry root-token: ${text}\n`) : () => {};
 }
 
 /**
@@ -207,14 +208,9 @@ function jsonOf(record: RootTokenRecord) {
 function table(records: readonly RootTokenRecord[]): string {
   const rows = [
     ["ID", "SUBJECT", "SCOPES", "CREATED", "REVOKED", "DESCRIPTION"],
-    ...records.map((record) => [
-      record.id,
-      record.subject,
-      record.scopes.join(","),
-      record.createdAt.toISOString(),
-      record.revokedAt?.toISOString() ?? "-",
-      record.description,
-    ]),
+    ...records.map((record) =>
+      [record.id, record.subject, record.scopes.join(","), record.createdAt.toISOString(), record.revokedAt?.toISOString() ?? "-", record.description].map(terminalText),
+    ),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   return rows
@@ -229,12 +225,12 @@ function printUsage(io: RootTokenCommandIo): number {
 
 function reportFailure(error: unknown, io: RootTokenCommandIo): number {
   if (error instanceof UsageError) {
-    io.stderr(`registry root-token: ${error.message}\n\n${ROOT_TOKEN_USAGE}`);
+    io.stderr(terminal`registry root-token: ${error.message}\n\n` + ROOT_TOKEN_USAGE);
     return EXIT_USAGE;
   }
   // The work failed (unknown id, a server that refused): the message says why, exit code 1.
   if (error instanceof RegistryError) {
-    io.stderr(`registry root-token: ${error.message}\n`);
+    io.stderr(terminal`registry root-token: ${error.message}\n`);
     return EXIT_FAILURE;
   }
   throw error;

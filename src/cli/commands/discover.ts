@@ -53,11 +53,11 @@ export function registerDiscoverCommand(program: Command, context: CliContext): 
           printJson({ entries: items.map(entryJson), total, totalIsLowerBound, more });
           return;
         }
-        for (const entry of items) context.stdout(`${entry.entryDid}\t${statusName(entry.status)}\t${entry.description}\n`);
+        for (const entry of items) context.stdout`${entry.entryDid}\t${statusName(entry.status)}\t${entry.description}\n`;
         if (items.length === 0 && !conditions.some(namesLifecycle)) {
           context.stderr("no active entries match (revoked entries are hidden: --include-revoked shows them)\n");
         }
-        if (more) context.stderr(`${total}${totalIsLowerBound ? "+" : ""} match; --all or --limit <n> to see more\n`);
+        if (more) context.stderr`${total}${totalIsLowerBound ? "+" : ""} match; --all or --limit <n> to see more\n`;
       });
     });
 }

@@ -40,7 +40,7 @@ export function registerLoginCommand(program: Command, context: CliContext): voi
         if (json) {
           printJson({ registry, subject: issued.subject, scopes: issued.scopes, expiresAt: issued.expiresAt, credentialsFile: file });
         } else {
-          context.stdout(`logged in to ${registry} as ${issued.subject} (${issued.scopes.join(", ")}); credentials in ${file}\n`);
+          context.stdout`logged in to ${registry} as ${issued.subject} (${issued.scopes.join(", ")}); credentials in ${file}\n`;
         }
       });
     });

@@ -12,7 +12,8 @@ export function registerMigrateCommand(program: Command, context: CliContext): v
       const database = await openDatabase(loadConfig());
       try {
         const applied = await migrateToLatest(database);
-        context.stdout(applied.length === 0 ? "already up to date\n" : `applied: ${applied.join(", ")}\n`);
+        if (applied.length === 0) context.stdout("already up to date\n");
+        else context.stdout`applied: ${applied.join(", ")}\n`;
         context.exitCode = 0;
       } finally {
         await database.close();

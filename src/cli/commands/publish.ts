@@ -36,7 +36,7 @@ export function registerPublishCommand(program: Command, context: CliContext): v
         const token = await accessTokenFor(context, registry, client, `registry.publish.${entry.entryType}`);
         const stored = await client.publish(entry, { key, token });
         if (json) printJson(entryJson(stored));
-        else context.stdout(`published ${stored.entryDid} (sequence ${stored.sequence})\n`);
+        else context.stdout`published ${stored.entryDid} (sequence ${stored.sequence})\n`;
       });
     });
 }

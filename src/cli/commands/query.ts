@@ -3,6 +3,7 @@ import type { Command } from "commander";
 import type { CliContext } from "../cli-context.js";
 import { withClientOptions, type ClientOptions } from "../client-options.js";
 import { collectPages, withListingOptions, type ListingOptions } from "../listing.js";
+import { terminalText } from "../terminal-text.js";
 
 /** `registry query '<QL>'`: a query-language discovery (docs/query-language.md). */
 export function registerQueryCommand(program: Command, context: CliContext): void {
@@ -36,6 +37,7 @@ export function registerQueryCommand(program: Command, context: CliContext): voi
     });
 }
 
+/** A column's value on one line: text as it is, anything else as JSON, escaped so a tab or newline cannot add a column or a row. */
 function cell(value: JsonObject[string]): string {
-  return typeof value === "string" ? value : JSON.stringify(value);
+  return terminalText(typeof value === "string" ? value : JSON.stringify(value));
 }

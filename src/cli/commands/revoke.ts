@@ -30,7 +30,7 @@ export function registerRevokeCommand(program: Command, context: CliContext): vo
       const token = await accessTokenFor(context, registry, client, `registry.publish.${entryType}`);
       const revoked = await client.revoke(did, { reason: options.reason, key, token });
       if (json) printJson({ revoked: revoked.map(entryJson) });
-      else for (const entry of revoked) context.stdout(`revoked ${entry.entryDid}\n`);
+      else for (const entry of revoked) context.stdout`revoked ${entry.entryDid}\n`;
     });
   });
 }

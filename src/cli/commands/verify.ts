@@ -33,17 +33,15 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
           throw error;
         }
         const { record, checkpoint } = proved;
-        if (!proved.pinned) context.stderr(`registry: the log key came from the server itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${proved.logKey}\n`);
+        if (!proved.pinned) context.stderr`registry: the log key came from the server itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${proved.logKey}\n`;
         if (json) {
           printJson({ verified: true, did: versioned, index: record.index, kind: record.kind, treeSize: checkpoint.treeSize, origin: checkpoint.origin, logKey: proved.logKey, pinned: proved.pinned, record });
           return;
         }
-        const revoked = record.entry.status === "revoked" ? ` (revoked: ${record.entry.revocationReason ?? ""})` : "";
-        context.stdout(
-          `verified ${versioned}${revoked}\n` +
-            `  record      ${record.index} (${record.kind}) in the checkpoint of size ${checkpoint.treeSize} of ${checkpoint.origin}\n` +
-            `  signatures  the checkpoint's, the publisher's${record.revocation?.signature ? " and the revocation's" : ""}\n`,
-        );
+        if (record.entry.status === "revoked") context.stdout`verified ${versioned} (revoked: ${record.entry.revocationReason ?? ""})\n`;
+        else context.stdout`verified ${versioned}\n`;
+        context.stdout`  record      ${record.index} (${record.kind}) in the checkpoint of size ${checkpoint.treeSize} of ${checkpoint.origin}\n`;
+        context.stdout`  signatures  the checkpoint's, the publisher's${record.revocation?.signature ? " and the revocation's" : ""}\n`;
       });
     });
 }

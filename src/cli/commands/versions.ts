@@ -19,7 +19,7 @@ export function registerVersionsCommand(program: Command, context: CliContext): 
       }
       for (const version of versions) {
         const fields = versionJson(version);
-        context.stdout(`${version.version}\t${statusName(fields.status)}\t${String(fields.publishedAt ?? "")}\n`);
+        context.stdout`${version.version}\t${statusName(fields.status)}\t${fields.publishedAt ?? ""}\n`;
       }
     });
   });

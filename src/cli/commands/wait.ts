@@ -23,7 +23,7 @@ export function registerWaitCommand(program: Command, context: CliContext): void
       registry = registryUrl(options.registry, context);
     } catch (error) {
       if (!(error instanceof CliFailure)) throw error;
-      context.stderr(`registry: ${error.message}\n`);
+      context.stderr`registry: ${error.message}\n`;
       context.exitCode = error.exitCode;
       return;
     }
@@ -33,7 +33,7 @@ export function registerWaitCommand(program: Command, context: CliContext): void
       const attempt = await readiness(registry);
       if (attempt === "ready") {
         if (options.json === true) context.stdout(`${JSON.stringify({ registry, ready: true })}\n`);
-        else context.stdout(`${registry} is ready\n`);
+        else context.stdout`${registry} is ready\n`;
         context.exitCode = EXIT.ok;
         return;
       }
@@ -43,7 +43,7 @@ export function registerWaitCommand(program: Command, context: CliContext): void
     }
     const message = `${registry} was not ready within ${options.timeout} ms (last: ${last})`;
     if (options.json === true) context.stderr(`${JSON.stringify({ error: { code: "unavailable", message } })}\n`);
-    else context.stderr(`registry: ${message}\n`);
+    else context.stderr`registry: ${message}\n`;
     context.exitCode = EXIT.serverOrNetwork;
   });
 }
