@@ -84,9 +84,11 @@ function ownedByAnother(dataDir: string, owner: number, account: number): Config
 }
 
 function unrestrictable(dataDir: string, path: string, error: unknown): ConfigError {
+  const account = process.geteuid?.();
+  const chown = account === undefined ? "" : `chown -R ${account} ${dataDir} && `;
   return new ConfigError(
     `REGISTRY_DATA_DIR: cannot take group and other access off ${path} (${errorCode(error)}); ${WHY}: ` +
-      `as the directory's owner, run chmod -R go-rwx ${dataDir} (and chown -R what another account owns in it)`,
+      `make everything in it the registry's account's and private to it (${chown}chmod -R go-rwx ${dataDir})`,
   );
 }
 

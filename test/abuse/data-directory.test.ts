@@ -1,8 +1,9 @@
-import { spawnSync } from "node:child_process";
+import { execFile, spawnSync } from "node:child_process";
 import { chmod, chown, lstat, mkdir, readdir, stat, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { childEnv, freePort, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/child-processes.js";
+import { REGISTRY_BIN, childEnv, freePort, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/child-processes.js";
 import { openDatabase } from "../../src/storage/database.js";
 import { createPublisher, type TestPublisher } from "../support/registry-fixture.js";
 
@@ -20,10 +21,14 @@ const STARTUP_MS = 120_000;
 /** Long enough to start and refuse; a server that starts instead is killed after it, and the test fails. */
 const REFUSAL_MS = 60_000;
 const GROUP_AND_OTHER_BITS = 0o077;
-/** Another account to read as: only root can switch to it. */
+/** Another account to read and run as: only root can switch to it. */
 const OTHER_ACCOUNT = "nobody";
+const NOBODY_ID = 65534;
 const canSwitchAccount =
-  process.geteuid?.() === 0 && spawnSync("runuser", ["-u", OTHER_ACCOUNT, "--", "true"]).status === 0;
+  process.geteuid?.() === 0 &&
+  spawnSync("runuser", ["-u", OTHER_ACCOUNT, "--", "id", "-u"], { encoding: "utf8" }).stdout?.trim() === String(NOBODY_ID) &&
+  // It can run the CLI from this checkout (not so where the checkout is private to root).
+  spawnSync("runuser", ["-u", OTHER_ACCOUNT, "--", process.execPath, REGISTRY_BIN, "--version"], { env: { ...process.env, HOME: tmpdir() } }).status === 0;
 
 let parent: { path: string; remove(): Promise<void> };
 let dataDir: string;
@@ -79,6 +84,19 @@ async function secretFiles(): Promise<string[]> {
   const wal = (await readdir(join(dataDir, "pg_wal"), { withFileTypes: true })).filter((entry) => entry.isFile());
   expect(wal.length).toBeGreaterThan(0);
   return [...wal.map((entry) => join(dataDir, "pg_wal", entry.name)), join(dataDir, "admin-credential")];
+}
+
+/** `registry serve` on `dataDir` as OTHER_ACCOUNT, run until it exits (or REFUSAL_MS have passed). */
+function serveAsOtherAccount(dataDir: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const env = { ...childEnv({ REGISTRY_DATA_DIR: dataDir, PORT: "0" }), HOME: tmpdir() };
+  return new Promise((resolve) => {
+    execFile(
+      "runuser",
+      ["-u", OTHER_ACCOUNT, "--", process.execPath, REGISTRY_BIN, "serve"],
+      { env, timeout: REFUSAL_MS, killSignal: "SIGKILL" },
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : typeof error.code === "number" ? error.code : null, stdout, stderr }),
+    );
+  });
 }
 
 async function walSegments(): Promise<string[]> {
@@ -180,15 +198,30 @@ describe("a data directory made beforehand with mode 0755", () => {
   }, STARTUP_MS);
 });
 
+describe.skipIf(!canSwitchAccount)("a data directory holding a file of another account's", () => {
+  it("is refused at start by a server that cannot change the file's modes, with a message that says how to fix it", async () => {
+    const shared = join(parent.path, "holds-a-stray-file");
+    await mkdir(shared, { mode: 0o700 });
+    await chown(shared, NOBODY_ID, NOBODY_ID);
+    const stray = join(shared, "stray");
+    await writeFile(stray, "root's\n", { mode: 0o644 });
+    const result = await serveAsOtherAccount(shared);
+    expect(result.code, result.stdout).toBe(2);
+    expect(result.stderr).toContain(`REGISTRY_DATA_DIR: cannot take group and other access off ${stray} (EPERM)`);
+    expect(result.stderr).toContain(`chown -R ${NOBODY_ID} ${shared} && chmod -R go-rwx ${shared}`);
+    expect(await readdir(shared)).toEqual(["stray"]);
+  }, STARTUP_MS);
+});
+
 describe.skipIf(process.geteuid?.() !== 0)("a data directory another account owns", () => {
   it("is refused at start, with a message that says how to fix it", async () => {
     const owned = join(parent.path, "owned-by-another");
     await mkdir(owned, { mode: 0o700 });
-    await chown(owned, 65534, 65534);
+    await chown(owned, NOBODY_ID, NOBODY_ID);
     const ownedPort = await freePort();
     const result = await runCli(["serve"], childEnv({ REGISTRY_DATA_DIR: owned, PORT: String(ownedPort) }), REFUSAL_MS);
     expect(result.code, result.stdout).toBe(2);
-    expect(result.stderr).toContain(`REGISTRY_DATA_DIR: ${owned} belongs to uid 65534, not to uid 0 that the registry runs as`);
+    expect(result.stderr).toContain(`REGISTRY_DATA_DIR: ${owned} belongs to uid ${NOBODY_ID}, not to uid 0 that the registry runs as`);
     expect(result.stderr).toContain(`chown -R 0 ${owned}`);
     // Nothing was written into it, and its modes are as they were.
     expect(await readdir(owned)).toEqual([]);
