@@ -41,7 +41,7 @@ import { createKnexChangeLog } from "./storage/knex-change-log.js";
 import type { ChangeFeed } from "./storage/entry-cache.js";
 import { createChangeLogService, type ChangeLogLimits, type ChangeLogService } from "./changes/change-log-service.js";
 import { createChangeStream } from "./edge/change-stream.js";
-import { createFeedStreamGuard, endExchangeKey, endNodeExchange } from "./edge/feed-stream-guard.js";
+import { createFeedStreamGuard, endAdapterExchange, endExchangeKey } from "./edge/feed-stream-guard.js";
 import { createStreamAdmission } from "./edge/stream-admission.js";
 import { createLogIntegrator, signEmptyTreeCheckpoint } from "./changes/log-integrator.js";
 import { createReadOnlyEntryRepository } from "./entries/read-only-entry-repository.js";
@@ -115,12 +115,14 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const shutdown = new AbortController();
   // Connect links every call in flight to this signal: one listener each, legitimately many.
   setMaxListeners(0, shutdown.signal);
+  const streams = createStreamAdmission({ perAddress: config.maxStreamsPerIp, total: config.maxStreams });
   const metrics = createMetrics({
     pools: Object.fromEntries([
       ["primary", knexPoolStats(database.knex)],
       ...replicas.map((replica, index) => [`replica-${index + 1}`, knexPoolStats(replica.knex)]),
     ]),
     entryCache: () => entryStore.stats(),
+    changeStreams: () => streams.size,
   });
   const routing = readRouterOptions(replicas.length, logger, metrics);
   const entryStore = await openEntryRepository(config, { primary: database, replicas, routing }, logger, metrics);
@@ -172,7 +174,6 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     onUnexpectedError: logUnexpected,
   });
   const rpcServices = [...services.map(({ service }) => service), Health, ...reflectionServiceDescriptors];
-  const streams = createStreamAdmission({ perAddress: config.maxStreamsPerIp, total: config.maxStreams });
   const adapterContextValues = contextValuesFor(resolveClientAddress);
   const adapter = connectNodeAdapter({
     routes: (router) => {
@@ -193,7 +194,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     // The adapter serves streams: their caps need the client's address whatever the limits.
     contextValues: (req) => {
       const values = adapterContextValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress });
-      values.set(endExchangeKey, () => endNodeExchange(req));
+      values.set(endExchangeKey, () => endAdapterExchange(req));
       return withAdapterObservation(values, req);
     },
   });

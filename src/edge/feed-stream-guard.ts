@@ -1,8 +1,8 @@
 import http2 from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
-import { createContextKey, type Interceptor, type StreamResponse } from "@connectrpc/connect";
+import { Code, ConnectError, createContextKey, type Interceptor, type StreamResponse } from "@connectrpc/connect";
 import { clientAddressKey } from "./client-address.js";
-import type { NodeRequest } from "./http-exchange.js";
+import type { NodeRequest, NodeResponse } from "./http-exchange.js";
 import type { StreamAdmission } from "./stream-admission.js";
 
 /** Ends the exchange a call runs on, from under Connect's adapter: set for every adapter call. */
@@ -15,6 +15,26 @@ export const endExchangeKey = createContextKey<(() => void) | undefined>(undefin
 export function endNodeExchange(req: NodeRequest): void {
   if ("stream" in req) req.stream.close(http2.constants.NGHTTP2_CANCEL);
   else req.socket.destroy();
+}
+
+/** The responses of the calls handed to Connect's adapter, which its context values see only the request of. */
+const adapterResponses = new WeakMap<NodeRequest, NodeResponse>();
+
+export function handResponseToAdapter(req: NodeRequest, res: NodeResponse): void {
+  adapterResponses.set(req, res);
+}
+
+/**
+ * Ends an exchange Connect's adapter serves. Its writer waits for "drain" or "error" on a write
+ * that did not flush, and a closed stream emits neither, so it would wait for ever holding the
+ * call: it is told with an error, as Aborted, which the adapter takes for a client that left.
+ */
+export function endAdapterExchange(req: NodeRequest): void {
+  endNodeExchange(req);
+  const res = adapterResponses.get(req);
+  if (res !== undefined && res.listenerCount("error") > 0) {
+    res.emit("error", new ConnectError("the client left a message unread past the stall timeout; the stream was ended", Code.Aborted));
+  }
 }
 
 export interface FeedStreamGuardOptions {

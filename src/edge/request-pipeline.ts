@@ -2,6 +2,7 @@ import type { IncomingHttpHeaders, ServerHttp2Stream } from "node:http2";
 import type { DescMessage } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import { CHANGE_STREAM_PATH } from "./change-stream.js";
+import { handResponseToAdapter } from "./feed-stream-guard.js";
 import { applyCors } from "./cors.js";
 import type { LogFiles } from "./log-files.js";
 import type { ErrorLogger } from "./error-mapping.js";
@@ -114,6 +115,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
       observation.protocol = rpcProtocolOf(contentType);
       observation.method = path.slice(1);
       handToAdapter(req, observation);
+      handResponseToAdapter(req, res);
       options.adapter(req, res);
       return undefined;
     }

@@ -50,6 +50,8 @@ export interface MetricsSources {
   readonly pools?: Readonly<Record<string, () => PoolStats | undefined>>;
   /** The entry cache's size, when there is one. */
   readonly entryCache?: () => { readonly entries: number; readonly bytes: number };
+  /** Change-feed streams open now (SSE and WatchChanges). */
+  readonly changeStreams?: () => number;
 }
 
 /**
@@ -151,6 +153,18 @@ export function createMetrics(sources: MetricsSources = {}): RegistryMetrics {
       registers: [registry],
       collect() {
         this.set(entryCache().bytes);
+      },
+    });
+  }
+
+  const changeStreams = sources.changeStreams;
+  if (changeStreams !== undefined) {
+    new Gauge({
+      name: "registry_change_streams_open",
+      help: "Change-feed streams open (SSE and WatchChanges), against MAX_STREAMS",
+      registers: [registry],
+      collect() {
+        this.set(changeStreams());
       },
     });
   }
