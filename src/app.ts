@@ -226,6 +226,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
               keepAliveMs: SSE_KEEP_ALIVE_MS,
               admission: streams,
               resolveClientAddress,
+              limitOpen: limitRead,
               stallTimeoutMs: config.streamStallTimeoutMs,
               log: logUnexpected,
             }),

@@ -9,6 +9,7 @@ import type { ClientAddressResolver } from "./client-address.js";
 import { negotiateEncoding } from "./compression.js";
 import { endNodeExchange } from "./feed-stream-guard.js";
 import type { HttpExchange } from "./http-exchange.js";
+import type { ExchangeLimit } from "./rate-limit-interceptor.js";
 import { writeRestError } from "./rest-transcoder.js";
 import { errorOf } from "./rpc/rpc-answers.js";
 import { codeName } from "./status-codes.js";
@@ -29,11 +30,8 @@ export interface ChangeStreamOptions {
   /** The caps on open streams, shared with WatchChanges. */
   readonly admission: StreamAdmission;
   readonly resolveClientAddress: ClientAddressResolver;
-  /**
-   * Counts the stream's opening against the caller's limits, as a call of the same method would
-   * be: resolves with the headers to send, or rejects with resource_exhausted (answered 429).
-   */
-  readonly admit?: (exchange: HttpExchange, address: string) => Promise<Headers>;
+  /** Counts the stream's opening against the caller's read limit; false when it answered 429. */
+  readonly limitOpen?: ExchangeLimit;
   /** How long an event may wait for the client to read it before the stream is ended. */
   readonly stallTimeoutMs: number;
   readonly log: (error: unknown) => void;
@@ -63,28 +61,31 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     observation.protocol = "sse";
     observation.method = "registry.v1.ChangeFeedService/WatchChanges";
     observation.route = `GET ${CHANGE_STREAM_PATH}`;
-    const refuse = (error: unknown, headers: Record<string, string> = {}) =>
-      writeRestError(exchange, errorOf(error, options.log), undefined, headers, negotiateEncoding(exchange.header("accept-encoding")));
+    const refuse = (error: unknown) =>
+      writeRestError(exchange, errorOf(error, options.log), undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
     let after: bigint | undefined;
-    let release: () => void;
-    let limitHeaders: Record<string, string> = {};
     try {
       after = resumePoint(exchange);
-      const address = options.resolveClientAddress(exchange);
-      if (options.admit !== undefined) limitHeaders = Object.fromEntries(await options.admit(exchange, address));
-      release = options.admission.open(address);
     } catch (error) {
-      await refuse(error, { ...limitHeaders, ...headersOf(error) });
+      await refuse(error);
+      return;
+    }
+    if (options.limitOpen !== undefined && !(await options.limitOpen(exchange))) return;
+    let release: () => void;
+    try {
+      release = options.admission.open(options.resolveClientAddress(exchange));
+    } catch (error) {
+      await refuse(error);
       return;
     }
     try {
-      await stream(exchange, after, limitHeaders);
+      await stream(exchange, after);
     } finally {
       release();
     }
   };
 
-  async function stream(exchange: HttpExchange, after: bigint | undefined, limitHeaders: Record<string, string>): Promise<void> {
+  async function stream(exchange: HttpExchange, after: bigint | undefined): Promise<void> {
     const observation = exchange.observation;
     const { req, res } = exchange.nodeObjects();
     // HTTP/1.1's and HTTP/2's responses write alike; their overloads differ only in callbacks.
@@ -94,7 +95,6 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     res.once("close", end);
     options.shutdownSignal.addEventListener("abort", end, { once: true });
     res.writeHead(200, {
-      ...limitHeaders,
       "content-type": "text/event-stream; charset=utf-8",
       "cache-control": "no-store",
       // Proxies that buffer answers (nginx) would hold events back.
@@ -139,12 +139,6 @@ async function drained(res: NodeJS.EventEmitter, signal: AbortSignal, timeoutMs:
     clearTimeout(timer);
     timeout.abort();
   }
-}
-
-/** What a refusal carries to its answer: the RateLimit headers and Retry-After of a 429. */
-function headersOf(error: unknown): Record<string, string> {
-  const metadata = (error as { metadata?: Headers }).metadata;
-  return metadata instanceof Headers ? Object.fromEntries(metadata) : {};
 }
 
 /** After which index to start: Last-Event-ID (a reconnecting EventSource), else ?after=, else from the start. */

@@ -316,3 +316,33 @@ describe("bad resume points and failures inside streams", () => {
     }
   });
 });
+
+describe("stream opens count against the read limit", () => {
+  it("answers the opening past the budget with 429 on SSE and resource_exhausted on WatchChanges", async () => {
+    const limited = await startPublishingRegistry(["registry.publish.skill"], { ...BASE, rateLimitRps: 0.01, rateLimitBurst: 2 });
+    try {
+      const open = (address: string) =>
+        new Promise<http.IncomingMessage>((resolve, reject) => {
+          const request = http.get(`${limited.registry.url}/v1/changes/stream`, { headers: { "x-forwarded-for": address } }, (response) => {
+            resolve(response);
+            request.destroy();
+          });
+          request.on("error", reject);
+        });
+      const answers = [await open("10.2.0.1"), await open("10.2.0.1"), await open("10.2.0.1")];
+      expect(answers.map((answer) => answer.statusCode)).toEqual([200, 200, 429]);
+      expect(answers[0]!.headers["ratelimit-policy"]).toBe('"reads";q=2;w=200');
+      expect(answers[2]!.headers["retry-after"]).toBeDefined();
+
+      // The address's budget is spent: a WatchChanges from it is refused too.
+      const transport = createConnectTransport({
+        baseUrl: limited.registry.url,
+        httpVersion: "1.1",
+        interceptors: [(next) => (request) => (request.header.set("x-forwarded-for", "10.2.0.1"), next(request))],
+      });
+      expect(await streamOutcome(transport, undefined, 1)).toBe(Code.ResourceExhausted);
+    } finally {
+      await limited.close();
+    }
+  });
+});
