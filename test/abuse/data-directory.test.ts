@@ -3,8 +3,8 @@ import { chmod, chown, lstat, mkdir, readdir, stat, writeFile } from "node:fs/pr
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REGISTRY_BIN, childEnv, freePort, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/child-processes.js";
 import { openDatabase } from "../../src/storage/database.js";
+import { REGISTRY_BIN, childEnv, freePort, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/child-processes.js";
 import { createPublisher, type TestPublisher } from "../support/registry-fixture.js";
 
 /**
@@ -56,7 +56,7 @@ afterAll(async () => {
   await parent?.remove();
 });
 
-/** Every entry under `root` (not following links) with its permission bits, as "path 644". */
+/** Every entry under `root` (links not followed), by its path under `root`, with its permission bits. */
 async function modesUnder(root: string): Promise<Array<{ path: string; mode: number }>> {
   const entries = await readdir(root, { withFileTypes: true, recursive: true });
   return Promise.all(
@@ -75,8 +75,8 @@ async function readableByOthers(): Promise<string[]> {
 }
 
 async function expectPrivate(): Promise<void> {
-  expect(((await stat(dataDir)).mode & 0o777).toString(8)).toBe("700");
-  expect(await readableByOthers()).toEqual([]);
+  const directoryMode = ((await stat(dataDir)).mode & 0o777).toString(8);
+  expect({ directoryMode, readableByOthers: await readableByOthers() }).toEqual({ directoryMode: "700", readableByOthers: [] });
 }
 
 /** The WAL segments and the admin credential: where the audit found the secrets. */
