@@ -16,8 +16,9 @@ export function adminCredentialPath(dataDir: string): string {
 
 /**
  * Writes `credential` to <dataDir>/admin-credential with mode 0600, in a directory made 0700 (and
- * refused if another account owns it; see data-directory.ts). The file is replaced by a rename, so a reader sees the old
- * credential or the new one, never half of one, and never a moment with looser permissions.
+ * refused if another account owns it; see data-directory.ts). The file is replaced by a rename, so
+ * a reader sees the old credential or the new one, never half of one, and never a moment with
+ * looser permissions.
  */
 export async function writeAdminCredential(dataDir: string, credential: string): Promise<string> {
   await ensurePrivateDataDirectory(dataDir);

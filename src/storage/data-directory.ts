@@ -26,7 +26,7 @@ export async function ensurePrivateDataDirectory(dataDir: string): Promise<void>
     throw unusable(dataDir, error);
   });
   const directory = await stat(dataDir);
-  if (!directory.isDirectory()) throw new ConfigError(`REGISTRY_DATA_DIR: ${dataDir} is not a directory`);
+  if (!directory.isDirectory()) throw notADirectory(dataDir);
   // Windows has no owner ids, nor modes beyond read-only.
   const account = process.geteuid?.();
   if (account !== undefined && directory.uid !== account) throw ownedByAnother(dataDir, directory.uid, account);
@@ -43,12 +43,6 @@ export async function makeDataDirectoryContentsPrivate(dataDir: string): Promise
     if (entry.isSymbolicLink()) continue;
     await makePrivate(dataDir, entryPath(entry));
   }
-}
-
-/** The directory and everything in it for the server's account alone (the two steps above). */
-export async function securePrivateDataDirectory(dataDir: string): Promise<void> {
-  await ensurePrivateDataDirectory(dataDir);
-  await makeDataDirectoryContentsPrivate(dataDir);
 }
 
 function entryPath(entry: Dirent): string {
@@ -93,7 +87,14 @@ function unrestrictable(dataDir: string, path: string, error: unknown): ConfigEr
 }
 
 function unusable(dataDir: string, error: unknown): ConfigError {
-  return new ConfigError(`REGISTRY_DATA_DIR: cannot create ${dataDir} (${errorCode(error)})`);
+  const code = errorCode(error);
+  // mkdir's answers when the path, or a parent on it, is a file.
+  if (code === "EEXIST" || code === "ENOTDIR") return notADirectory(dataDir);
+  return new ConfigError(`REGISTRY_DATA_DIR: cannot create ${dataDir} (${code})`);
+}
+
+function notADirectory(dataDir: string): ConfigError {
+  return new ConfigError(`REGISTRY_DATA_DIR: ${dataDir} is not a directory`);
 }
 
 function errorCode(error: unknown): string {
