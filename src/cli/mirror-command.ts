@@ -1,8 +1,10 @@
+import { constants } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import { loadConfig } from "../config.js";
-import { createHttpLogSource, LogSourceError } from "../mirror/http-log-source.js";
+import { createHttpLogSource } from "../mirror/http-log-source.js";
 import { createLogMirror, type LogSource, type MirrorStep } from "../mirror/log-mirror.js";
-import { MirrorRefusedError } from "../mirror/mirror-store.js";
+import { LogSourceError, MirrorRefusedError, MirrorStoppedError } from "../mirror/mirror-errors.js";
+import { MIRROR_SETTING_OPTIONS, type MirrorSettings } from "../mirror/mirror-settings.js";
 import { LogVerificationError, parseLogKey } from "../sdk/log-verifier.js";
 import { migrateToLatest, openDatabase } from "../storage/database.js";
 import { createKnexMirrorStore } from "../storage/knex-mirror-store.js";
@@ -10,31 +12,50 @@ import { nodeMerkleHasher } from "../transparency/node-merkle-hasher.js";
 import type { CliContext } from "./cli-context.js";
 import { EXIT } from "./exit-codes.js";
 
-export interface RunMirrorOptions {
+export type RunMirrorOptions = {
   readonly from: string;
   readonly logKey?: string;
   readonly once?: boolean;
   readonly interval: string;
   readonly json?: boolean;
-}
+} & { readonly [key in keyof MirrorSettings]?: string };
 
-/** Runs `registry mirror` until caught up (--once) or stopped by SIGINT/SIGTERM; returns the exit code. */
+const STOP_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+type StopSignal = (typeof STOP_SIGNALS)[number];
+
+/**
+ * Runs `registry mirror` until caught up (--once) or stopped by SIGINT/SIGTERM; returns the exit
+ * code. A signal stops requests to the source at once, and the catch-up after the batch being
+ * written, if any, commits: what was proved stays and the next run goes on from there.
+ */
 export async function runMirror(options: RunMirrorOptions, context: CliContext): Promise<number> {
   const interval = Number(options.interval);
   if (!Number.isInteger(interval) || interval < 100) {
     context.stderr("registry: --interval must be a whole number of milliseconds, at least 100\n");
     return EXIT.usage;
   }
-  const source = createHttpLogSource(options.from);
+  const settings = mirrorSettings(options, context);
+  if (settings === undefined) return EXIT.usage;
   const stopping = new AbortController();
-  const stop = () => stopping.abort();
-  process.once("SIGINT", stop);
-  process.once("SIGTERM", stop);
+  let stoppedBy: StopSignal | undefined;
+  const stop = (signal: StopSignal) => {
+    stoppedBy ??= signal;
+    stopping.abort();
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, stop);
+  const source = createHttpLogSource(options.from, { limits: settings, signal: stopping.signal });
   const database = await openDatabase(loadConfig(process.env));
   try {
     await migrateToLatest(database);
     const logKey = await pinnedLogKey(options, source, context);
-    const mirror = createLogMirror({ source, store: createKnexMirrorStore(database.knex, logKey), logKey: parseLogKey(logKey), hasher: nodeMerkleHasher });
+    const mirror = createLogMirror({
+      source,
+      store: createKnexMirrorStore(database.knex, logKey),
+      logKey: parseLogKey(logKey),
+      hasher: nodeMerkleHasher,
+      batch: settings.batch,
+      signal: stopping.signal,
+    });
     for (;;) {
       report(await mirror.catchUp(), options, context);
       if (options.once || stopping.signal.aborted) return EXIT.ok;
@@ -42,6 +63,11 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
       if (stopping.signal.aborted) return EXIT.ok;
     }
   } catch (error) {
+    if (error instanceof MirrorStoppedError) {
+      context.stderr(`registry: mirror stopped by ${stoppedBy ?? "a signal"}: ${error.message}; what was proved is kept, and the next run goes on from there\n`);
+      // Following has no end but a stop; a catch-up asked for (--once) that did not finish fails as a signal would.
+      return options.once ? 128 + constants.signals[stoppedBy ?? "SIGTERM"] : EXIT.ok;
+    }
     if (error instanceof MirrorRefusedError || error instanceof LogVerificationError) {
       context.stderr(`registry: mirror refused: ${error.message}\n`);
       return EXIT.unverified;
@@ -52,10 +78,24 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
     }
     throw error;
   } finally {
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
+    for (const signal of STOP_SIGNALS) process.off(signal, stop);
     await database.close();
   }
+}
+
+/** The settings from their options, each checked against its bounds; undefined (said on stderr) when one is out. */
+function mirrorSettings(options: RunMirrorOptions, context: CliContext): MirrorSettings | undefined {
+  const settings: Partial<Record<keyof MirrorSettings, number>> = {};
+  for (const option of MIRROR_SETTING_OPTIONS) {
+    const text = options[option.key];
+    const value = text === undefined ? option.default : Number(text);
+    if (!Number.isInteger(value) || value < option.min || value > option.max) {
+      context.stderr(`registry: ${option.flag.split(" ")[0]} must be a whole number of ${option.unit} from ${option.min} to ${option.max}\n`);
+      return undefined;
+    }
+    settings[option.key] = value;
+  }
+  return settings as MirrorSettings;
 }
 
 /** The key to trust: the one pinned, else the source's own, said aloud since it proves only self-consistency. */

@@ -1,45 +1,49 @@
 import { decodeEntryBundle, entryBundlePath, TILE_WIDTH } from "../transparency/tiles.js";
-import { MirrorRefusedError } from "./mirror-store.js";
+import { boundedGet, type RequestTimeouts } from "./bounded-get.js";
+import { MirrorRefusedError } from "./mirror-errors.js";
+import { DEFAULT_MIRROR_SETTINGS, LARGEST_ANSWER_BYTES, type MirrorSettings } from "./mirror-settings.js";
 import type { LogSource } from "./log-mirror.js";
 
-/** The source could not be read: unreachable, or it answered with an error. */
-export class LogSourceError extends Error {
-  override readonly name = "LogSourceError";
+export interface HttpLogSourceOptions {
+  readonly limits?: RequestTimeouts & Pick<MirrorSettings, "maxBundleBytes">;
+  /** Stops every request under way and refuses new ones (MirrorStoppedError). */
+  readonly signal?: AbortSignal;
 }
 
 /**
  * Another registry's log over plain HTTP: its C2SP paths (/checkpoint, /tile/entries/...), which
- * any HTTP cache may serve, and its consistency proofs (GET /v1/log/proofs/consistency).
+ * any HTTP cache may serve, and its consistency proofs (GET /v1/log/proofs/consistency). Every
+ * request is bounded in time and size (bounded-get.ts).
  */
-export function createHttpLogSource(baseUrl: string, fetchImpl: typeof fetch = fetch): LogSource {
+export function createHttpLogSource(baseUrl: string, options: HttpLogSourceOptions = {}): LogSource {
   const base = baseUrl.replace(/\/+$/, "");
+  const limits = options.limits ?? DEFAULT_MIRROR_SETTINGS;
 
-  async function get(path: string): Promise<Response> {
-    let response: Response;
+  const get = (path: string, maxBytes: number) => boundedGet(new URL(`${base}/${path}`), { maxBytes, timeouts: limits, signal: options.signal });
+
+  async function getJson(path: string, maxBytes: number): Promise<Record<string, unknown>> {
+    const text = Buffer.from(await get(path, maxBytes)).toString("utf8");
     try {
-      response = await fetchImpl(`${base}/${path}`, { headers: { "user-agent": "registry-mirror" } });
-    } catch (error) {
-      throw new LogSourceError(`${base} cannot be reached: ${(error as Error).message}`);
+      const value: unknown = JSON.parse(text);
+      if (typeof value === "object" && value !== null && !Array.isArray(value)) return value as Record<string, unknown>;
+    } catch {
+      // Refused below, as any answer that is not a JSON object.
     }
-    if (!response.ok) {
-      const text = (await response.text().catch(() => "")).slice(0, 300);
-      throw new LogSourceError(`GET ${base}/${path} answered ${response.status}${text === "" ? "" : `: ${text}`}`);
-    }
-    return response;
+    throw new MirrorRefusedError(`${base}/${path} answered something other than a JSON object`);
   }
 
   return {
     url: base,
     async logKey() {
-      const { verifierKey } = (await (await get("v1/log/key")).json()) as { verifierKey?: unknown };
-      if (typeof verifierKey !== "string") throw new LogSourceError(`${base}/v1/log/key has no verifierKey`);
+      const { verifierKey } = await getJson("v1/log/key", LARGEST_ANSWER_BYTES.logKey);
+      if (typeof verifierKey !== "string") throw new MirrorRefusedError(`${base}/v1/log/key has no verifierKey`);
       return verifierKey;
     },
     async checkpoint() {
-      return (await get("checkpoint")).text();
+      return Buffer.from(await get("checkpoint", LARGEST_ANSWER_BYTES.checkpoint)).toString("utf8");
     },
     async consistencyProof(fromSize, toSize) {
-      const body = (await (await get(`v1/log/proofs/consistency?fromSize=${fromSize}&toSize=${toSize}`)).json()) as { proof?: unknown };
+      const body = await getJson(`v1/log/proofs/consistency?fromSize=${fromSize}&toSize=${toSize}`, LARGEST_ANSWER_BYTES.consistencyProof);
       if (!Array.isArray(body.proof) || !body.proof.every((hash) => typeof hash === "string")) {
         throw new MirrorRefusedError(`${base} answered a consistency proof without its hashes`);
       }
@@ -52,7 +56,7 @@ export function createHttpLogSource(baseUrl: string, fetchImpl: typeof fetch = f
         Array.from({ length: last - first + 1 }, async (_, i) => {
           const index = first + i;
           const width = Math.min(TILE_WIDTH, treeSize - index * TILE_WIDTH);
-          const bytes = new Uint8Array(await (await get(entryBundlePath(index, width))).arrayBuffer());
+          const bytes = await get(entryBundlePath(index, width), limits.maxBundleBytes);
           let records: Uint8Array[];
           try {
             records = decodeEntryBundle(bytes);

@@ -3,6 +3,7 @@ import { validateEntry } from "../domain/entry-rules.js";
 import { InvalidArgumentError } from "../errors.js";
 import {
   LogVerificationError,
+  parseLogKey,
   parseLogRecord,
   verifyCheckpoint,
   verifyCheckpointsConsistent,
@@ -13,7 +14,9 @@ import { hashesEqual, type MerkleHasher } from "../transparency/merkle.js";
 import type { NoteKey } from "../transparency/signed-note.js";
 import { appendLeaves } from "../transparency/stored-hashes.js";
 import { verifyConsistency } from "../transparency/verify.js";
-import { MirrorRefusedError, type MirroredChange, type MirrorPosition, type MirrorStore } from "./mirror-store.js";
+import { MirrorRefusedError, MirrorStoppedError } from "./mirror-errors.js";
+import { DEFAULT_MIRROR_SETTINGS } from "./mirror-settings.js";
+import type { MirroredChange, MirrorPosition, MirrorStore } from "./mirror-store.js";
 
 /** The registry being mirrored: its signed checkpoint, proofs and records (c2sp.org/tlog-tiles and /v1/log). */
 export interface LogSource {
@@ -37,6 +40,8 @@ export interface LogMirrorOptions {
   readonly hasher: MerkleHasher;
   /** Records written per transaction. */
   readonly batch?: number;
+  /** Stops a catch-up between batches (MirrorStoppedError); a batch being written is committed first. */
+  readonly signal?: AbortSignal;
 }
 
 /** One catch-up: the records mirrored, [from, to), and the source's checkpoint they reach. */
@@ -49,7 +54,8 @@ export interface MirrorStep {
 export interface LogMirror {
   /**
    * Brings this database up to the source's latest checkpoint. Throws MirrorRefusedError, having
-   * written nothing unproved, when the source's checkpoint, history or records do not verify.
+   * written nothing unproved, when the source's checkpoint, history or records do not verify, and
+   * MirrorStoppedError when stopped; either way, every batch written stays, proved.
    */
   catchUp(): Promise<MirrorStep>;
 }
@@ -67,7 +73,8 @@ export interface LogMirror {
  */
 export function createLogMirror(options: LogMirrorOptions): LogMirror {
   const { source, store, logKey, hasher } = options;
-  const batch = options.batch ?? 512;
+  const batch = options.batch ?? DEFAULT_MIRROR_SETTINGS.batch;
+  const signal = options.signal;
 
   async function latestCheckpoint(): Promise<VerifiedCheckpoint> {
     try {
@@ -84,7 +91,12 @@ export function createLogMirror(options: LogMirrorOptions): LogMirror {
       throw new MirrorRefusedError(`this database's log has ${position.logSize} records but its tree ${position.tree.size}: it is not a mirror`);
     }
     if (position.logSize === 0) return undefined;
-    if (position.checkpointNote === undefined) throw new MirrorRefusedError("this database has a log but no checkpoint: it is not a mirror");
+    if (position.checkpointNote === undefined) {
+      // A first catch-up stopped before its last batch: its batches were proved as they were
+      // written, and the next batch's proof covers them again (it is over the whole tree).
+      if (position.sourceKey !== undefined && sameKey(position.sourceKey, logKey)) return undefined;
+      throw new MirrorRefusedError("this database has a log but no checkpoint: it is not a mirror");
+    }
     try {
       return await verifyCheckpoint(position.checkpointNote, logKey);
     } catch {
@@ -145,11 +157,25 @@ export function createLogMirror(options: LogMirrorOptions): LogMirror {
         throw new MirrorRefusedError(`this database's tree of ${latest.treeSize} records is not ${source.url}'s`);
       }
       for (let from = position.tree.size; from < latest.treeSize; from += batch) {
-        await appendBatch(from, Math.min(batch, latest.treeSize - from), latest);
+        const stopped = () => new MirrorStoppedError(`stopped at ${from} records of ${source.url}'s ${latest.treeSize}`);
+        if (signal?.aborted) throw stopped();
+        await appendBatch(from, Math.min(batch, latest.treeSize - from), latest).catch((error: unknown) => {
+          throw error instanceof MirrorStoppedError ? stopped() : error;
+        });
       }
       return { from: position.tree.size, to: latest.treeSize, checkpoint: latest };
     },
   };
+}
+
+/** Whether a verifier key's text names the pinned key; text that is no key names none. */
+function sameKey(verifierKey: string, pinned: NoteKey): boolean {
+  try {
+    const key = parseLogKey(verifierKey);
+    return key.name === pinned.name && hashesEqual(key.publicKey, pinned.publicKey);
+  } catch {
+    return false;
+  }
 }
 
 /** A record checked as its source's registry checked it when it was written, ready to store. */
@@ -177,7 +203,6 @@ async function mirroredChange(bytes: Uint8Array, index: number): Promise<Mirrore
         status,
         revokedAt: entry.revokedAt === null ? null : new Date(entry.revokedAt),
         revocationReason: entry.revocationReason ?? null,
-        isLatest: entry.isLatest === true,
       },
       latestVersion: String(record.latestVersion),
       ...(record.revocation === null ? {} : { revocation: record.revocation }),

@@ -18,8 +18,8 @@ export interface MirroredChange {
     readonly status: EntryStatus;
     readonly revokedAt: Date | null;
     readonly revocationReason: string | null;
-    readonly isLatest: boolean;
   };
+  /** The version the bare DID resolves to right after the change; the source's latest rule, not this one's. */
   readonly latestVersion: string;
   readonly revocation?: LoggedRevocation;
   readonly loggedAt: Date;
@@ -31,6 +31,11 @@ export interface MirrorPosition {
   readonly tree: TreeHead;
   /** The signed note of the largest checkpoint kept; undefined when none. */
   readonly checkpointNote: string | undefined;
+  /**
+   * The verifier key of the log this database copies, recorded with its first batch; undefined
+   * when it copies none. A copy stopped before its first checkpoint has records and this, only.
+   */
+  readonly sourceKey: string | undefined;
 }
 
 /** The tree while an append holds it. */
@@ -58,9 +63,4 @@ export interface MirrorStore {
    * entry does not fit (a version already there, a name owned by another publisher).
    */
   append(batch: MirrorAppend): Promise<void>;
-}
-
-/** The mirror must not go on: the source, or this database, is not what it should be. */
-export class MirrorRefusedError extends Error {
-  override readonly name = "MirrorRefusedError";
 }

@@ -37,7 +37,17 @@ export class UnstorableValueError extends InvalidArgumentError {
 /** A unique violation, of the named constraint when one is given. */
 export function isUniqueViolation(error: unknown, constraint?: string): boolean {
   if (sqlStateOf(error) !== UNIQUE_VIOLATION) return false;
-  return constraint === undefined || (error as { constraint?: unknown }).constraint === constraint;
+  return constraint === undefined || violatedUniqueConstraint(error) === constraint;
+}
+
+/**
+ * The name of the unique constraint or index a unique violation broke, so each caller can say what
+ * it means; undefined for any other error (and for a violation whose driver did not name it).
+ */
+export function violatedUniqueConstraint(error: unknown): string | undefined {
+  if (sqlStateOf(error) !== UNIQUE_VIOLATION) return undefined;
+  const constraint = (error as { constraint?: unknown }).constraint;
+  return typeof constraint === "string" ? constraint : undefined;
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
-import { MirrorRefusedError, type MirroredChange, type MirrorStore } from "../mirror/mirror-store.js";
-import { isUniqueViolation, translatedDriverError } from "./driver-errors.js";
+import { MirrorRefusedError } from "../mirror/mirror-errors.js";
+import type { MirroredChange, MirrorStore } from "../mirror/mirror-store.js";
+import { translatedDriverError, violatedUniqueConstraint } from "./driver-errors.js";
 import { createArgumentsOf, type EntryRow } from "./entry-row.js";
 import { logSize } from "./knex-change-log.js";
 import { createKnexTreeStore, storedHashReader, treeHeadOf, writeTreeGrowth, type HeadRow } from "./knex-tree-store.js";
@@ -18,7 +19,7 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
       try {
         const head: HeadRow = await knex("registry_tree_head").select("size", "root").first();
         const checkpoint = await createKnexTreeStore(knex).latestCheckpoint();
-        return { logSize: Number(await logSize(knex)), tree: treeHeadOf(head), checkpointNote: checkpoint?.note };
+        return { logSize: Number(await logSize(knex)), tree: treeHeadOf(head), checkpointNote: checkpoint?.note, sourceKey: await mirroredLogKey(knex) };
       } catch (error) {
         throw translatedDriverError(error);
       }
@@ -45,9 +46,6 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
         });
       } catch (error) {
         if (error instanceof MirrorRefusedError) throw error;
-        if (isUniqueViolation(error)) {
-          throw new MirrorRefusedError("a version in the source's log is already in this database outside its log: mirror into a database of its own");
-        }
         throw translatedDriverError(error);
       }
     },
@@ -68,8 +66,30 @@ export async function mirroredLogKey(knex: Knex): Promise<string | undefined> {
   return row?.verifier_key;
 }
 
-/** The change applied to its entry, then recorded at its index with the source's bytes. */
+/**
+ * What each unique constraint that a change can break says about this database: a row is already
+ * there that the source's log did not put there. Any other violation is a fault of the mirror.
+ */
+const WRITTEN_OUTSIDE_THE_LOG: Readonly<Record<string, (change: MirroredChange) => string>> = Object.freeze({
+  entries_version_once: (change) => `${change.entry.entryDid} is already in this database outside its log`,
+  entries_pkey: (change) => `sequence ${change.state.sequence} is already taken in this database by an entry outside its log`,
+  entry_names_pkey: (change) => `${change.entry.baseDid} is already in this database outside its log`,
+});
+
+/** The change applied, or refused (MirrorRefusedError) when this database holds a row the source's log did not write. */
 async function applyChange(tx: Knex.Transaction, change: MirroredChange): Promise<void> {
+  try {
+    await writeChange(tx, change);
+  } catch (error) {
+    const constraint = violatedUniqueConstraint(error);
+    const describe = constraint === undefined ? undefined : WRITTEN_OUTSIDE_THE_LOG[constraint];
+    if (describe === undefined) throw error;
+    throw new MirrorRefusedError(`record ${change.index}: ${describe(change)}: mirror into a database of its own`);
+  }
+}
+
+/** The change applied to its entry, then recorded at its index with the source's bytes. */
+async function writeChange(tx: Knex.Transaction, change: MirroredChange): Promise<void> {
   const { entry, state } = change;
   if (change.kind === "entry.created") {
     await tx("entry_names")
@@ -84,7 +104,8 @@ async function applyChange(tx: Knex.Transaction, change: MirroredChange): Promis
       status: state.status,
       revoked_at: state.revokedAt,
       revocation_reason: state.revocationReason,
-      is_latest: state.isLatest,
+      // Made latest below, once the version it replaces has given that up.
+      is_latest: false,
     };
     await tx("entries").insert({ ...row, data: JSON.stringify(row.data) });
   } else {
@@ -94,10 +115,7 @@ async function applyChange(tx: Knex.Transaction, change: MirroredChange): Promis
       .andWhere("status", "active");
     if (updated !== 1) throw new MirrorRefusedError(`record ${change.index} revokes ${entry.entryDid}, which is not an active entry here`);
   }
-  await tx("entries")
-    .update({ is_latest: tx.raw("version = ?", [change.latestVersion]) })
-    .where("base_did", entry.baseDid)
-    .andWhereRaw("is_latest <> (version = ?)", [change.latestVersion]);
+  await moveLatest(tx, entry.baseDid, change.latestVersion);
   const revocation = change.revocation;
   await tx.raw(
     `insert into registry_log (log_index, kind, base_did, entry_state, latest_version, revocation_did,
@@ -116,4 +134,14 @@ async function applyChange(tx: Knex.Transaction, change: MirroredChange): Promis
       entry.entryDid,
     ],
   );
+}
+
+/**
+ * Makes `version` the entry's one latest, as the source's record says. The old latest is cleared
+ * first: the unique index entries_one_latest is checked row by row, so setting the new one first
+ * would see two.
+ */
+async function moveLatest(tx: Knex.Transaction, baseDid: string, version: string): Promise<void> {
+  await tx("entries").update({ is_latest: false }).where({ base_did: baseDid, is_latest: true }).whereNot("version", version);
+  await tx("entries").update({ is_latest: true }).where({ base_did: baseDid, version, is_latest: false });
 }

@@ -1,12 +1,10 @@
 import { spawn } from "node:child_process";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { openDatabase, type Database } from "../../src/storage/database.js";
-import { childEnv, PROJECT_ROOT, REGISTRY_BIN, runCli, temporaryDirectory } from "../support/child-processes.js";
+import { childEnv, PROJECT_ROOT, REGISTRY_BIN } from "../support/child-processes.js";
 import { startPublishingRegistry, startTestRegistry, type PublishingSetup } from "../support/registry-fixture.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { checkpointReaches, logKeyOf, mirrorDatabase, type MirrorDatabase, publishVersion, revokeVersion, runMirrorCli, stateOf } from "./mirror-fixture.js";
 
 /**
  * `registry mirror --from <url>` against a running source registry: a fresh database catches up
@@ -22,9 +20,9 @@ let logKey: string;
 beforeAll(async () => {
   source = await startPublishingRegistry(["registry.publish.skill"], { logIntegrateMs: 50, logOrigin: "source.test/log" });
   await publish(0, FIRST_BATCH);
-  await revoke(`did:reg:main:skill:mirrored-7@1.0.0`, "superseded");
-  logKey = ((await (await fetch(`${source.registry.url}/v1/log/key`)).json()) as { verifierKey: string }).verifierKey;
-  await checkpointReaches(FIRST_BATCH + 1);
+  await revokeVersion(source, `did:reg:main:skill:mirrored-7@1.0.0`, "superseded");
+  logKey = await logKeyOf(source.registry.url);
+  await checkpointReaches(source.registry.url, FIRST_BATCH + 1);
 }, 120_000);
 afterAll(async () => {
   await source?.close();
@@ -32,84 +30,17 @@ afterAll(async () => {
 
 async function publish(from: number, to: number): Promise<void> {
   for (let start = from; start < to; start += 50) {
-    await Promise.all(
-      Array.from({ length: Math.min(50, to - start) }, async (_, i) => {
-        const entry = await source.publisher.entry(`mirrored-${start + i}`, "1.0.0");
-        const response = await fetch(`${source.registry.url}/v1/entries`, {
-          method: "POST",
-          headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" },
-          body: JSON.stringify(entry),
-        });
-        expect(response.status, await response.text()).toBe(201);
-      }),
-    );
+    await Promise.all(Array.from({ length: Math.min(50, to - start) }, (_, i) => publishVersion(source, `mirrored-${start + i}`, "1.0.0")));
   }
 }
 
-async function revoke(did: string, reason: string): Promise<void> {
-  const revocation = await source.publisher.revocation(did, reason);
-  const response = await fetch(`${source.registry.url}/v1/entries/${encodeURIComponent(did)}`, {
-    method: "DELETE",
-    headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" },
-    body: JSON.stringify(revocation),
-  });
-  expect(response.status).toBe(200);
-}
-
-async function checkpointReaches(size: number): Promise<void> {
-  for (let attempt = 0; attempt < 400; attempt++) {
-    const body = (await (await fetch(`${source.registry.url}/v1/log/checkpoint`)).json()) as { treeSize?: string };
-    if (Number(body.treeSize ?? 0) >= size) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`the source's checkpoint did not reach ${size} records`);
-}
-
-/** A database for a mirror: a fresh Postgres database, or an embedded one in a directory of its own. */
-async function mirrorDatabase(): Promise<{
-  env: Record<string, string>;
-  open(): Promise<{ knex: Knex; database: Database; close(): Promise<void> }>;
-  remove(): Promise<void>;
-}> {
-  if (process.env.DATABASE_URL) {
-    const db: TestDatabase = await createTestDatabase();
-    return { env: { DATABASE_URL: db.url! }, open: async () => ({ knex: db.database.knex, database: db.database, close: async () => {} }), remove: () => db.drop() };
-  }
-  const dir = await temporaryDirectory("registry-mirror-");
-  return {
-    env: { DATABASE_URL: "", REGISTRY_DATA_DIR: dir.path },
-    async open() {
-      const database: Database = await openDatabase({ dataDir: dir.path });
-      return { knex: database.knex, database, close: () => database.close() };
-    },
-    remove: () => dir.remove(),
-  };
-}
-
-const LOG_COLUMNS = ["log_index", "kind", "base_did", "entry_state", "latest_version", "revocation_did", "revocation_reason", "revocation_signature", "revocation_signer", "logged_at", "record"];
-
-/**
- * What must be identical in source and mirror: the log with its record bytes, the entries, the
- * tree's head. All but `created_at`, which says when each database stored the row.
- */
-async function stateOf(knex: Knex) {
-  const withoutCreatedAt = ({ created_at: _, ...row }: Record<string, unknown>) => row;
-  const log = await knex("registry_log").select(LOG_COLUMNS).orderBy("log_index");
-  return {
-    log: log.map((row) => ({ ...row, entry_state: withoutCreatedAt(row.entry_state) })),
-    entries: (await knex("entries").select("*").orderBy("sequence")).map(withoutCreatedAt),
-    names: (await knex("entry_names").select("*").orderBy("base_did")).map(withoutCreatedAt),
-    tree: await knex("registry_tree_head").select("size", "root").first(),
-  };
-}
-
-const mirrorCli = (args: string[], env: Record<string, string>) => runCli(["mirror", "--from", source.registry.url, ...args], childEnv({ REGISTRY_LOG_KEY: undefined, ...env }));
+const mirrorCli = (args: string[], mirror: MirrorDatabase) => runMirrorCli(source.registry.url, args, mirror);
 
 describe("registry mirror", () => {
   it("catches up from nothing, then follows the source as it grows, ending with its log, entries and tree", async () => {
     const mirror = await mirrorDatabase();
     try {
-      const once = await mirrorCli(["--log-key", logKey, "--once", "--json"], mirror.env);
+      const once = await mirrorCli(["--log-key", logKey, "--once", "--json"], mirror);
       expect(once.code, once.stderr).toBe(0);
       const steps = once.stdout.trim().split("\n").map((line) => JSON.parse(line));
       expect(steps).toEqual([expect.objectContaining({ from: 0, to: FIRST_BATCH + 1, treeSize: FIRST_BATCH + 1, origin: "source.test/log" })]);
@@ -128,9 +59,9 @@ describe("registry mirror", () => {
       follower.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
       const exited = new Promise<number | null>((resolve) => follower.once("exit", (code) => resolve(code)));
       await publish(FIRST_BATCH, FIRST_BATCH + 40);
-      await revoke(`did:reg:main:skill:mirrored-${FIRST_BATCH + 3}@1.0.0`, "withdrawn");
+      await revokeVersion(source, `did:reg:main:skill:mirrored-${FIRST_BATCH + 3}@1.0.0`, "withdrawn");
       const finalSize = FIRST_BATCH + 1 + 40 + 1;
-      await checkpointReaches(finalSize);
+      await checkpointReaches(source.registry.url, finalSize);
       for (let attempt = 0; attempt < 300 && !output.includes(`"to":${finalSize},`); attempt++) {
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
@@ -143,7 +74,7 @@ describe("registry mirror", () => {
 
       // Up to date: another run writes nothing and says so. Without a pinned key it takes the
       // source's own, and says that too.
-      const again = await mirrorCli(["--once"], mirror.env);
+      const again = await mirrorCli(["--once"], mirror);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).toBe(`up to date with source.test/log at ${finalSize} records\n`);
       expect(again.stderr).toBe(`registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${logKey}\n`);
@@ -155,7 +86,7 @@ describe("registry mirror", () => {
   it("leaves a database that a registry serves as the source's copy: the source's key, its checkpoints, no writes", async () => {
     const mirror = await mirrorDatabase();
     try {
-      const once = await mirrorCli(["--log-key", logKey, "--once"], mirror.env);
+      const once = await mirrorCli(["--log-key", logKey, "--once"], mirror);
       expect(once.code, once.stderr).toBe(0);
       const opened = await mirror.open();
       const served = await startTestRegistry(opened.database, { logOrigin: "mirror.test/log" });
@@ -190,7 +121,7 @@ describe("registry mirror", () => {
         await opened.close();
       }
       // The mirror goes on: nothing was written outside it.
-      const again = await mirrorCli(["--log-key", logKey, "--once"], mirror.env);
+      const again = await mirrorCli(["--log-key", logKey, "--once"], mirror);
       expect(again.code, again.stderr).toBe(0);
     } finally {
       await mirror.remove();
@@ -201,9 +132,9 @@ describe("registry mirror", () => {
     const mirror = await mirrorDatabase();
     const other = await startPublishingRegistry(["registry.publish.skill"], { logIntegrateMs: 50, logOrigin: "other.test/log" });
     try {
-      expect((await mirrorCli(["--log-key", logKey, "--once"], mirror.env)).code).toBe(0);
-      const otherKey = ((await (await fetch(`${other.registry.url}/v1/log/key`)).json()) as { verifierKey: string }).verifierKey;
-      const result = await runCli(["mirror", "--from", other.registry.url, "--log-key", otherKey, "--once"], childEnv({ REGISTRY_LOG_KEY: undefined, ...mirror.env }));
+      expect((await mirrorCli(["--log-key", logKey, "--once"], mirror)).code).toBe(0);
+      const otherKey = await logKeyOf(other.registry.url);
+      const result = await runMirrorCli(other.registry.url, ["--log-key", otherKey, "--once"], mirror);
       expect(result.code).toBe(6);
       expect(result.stderr).toMatch(/^registry: mirror refused: /);
     } finally {
@@ -216,7 +147,7 @@ describe("registry mirror", () => {
     const mirror = await mirrorDatabase();
     try {
       const foreign = "PeterNeumann+c74f20a3+ARpc2QcUPDhMQegwxbzhKqiBfsVkmqq/LDE4izWy10TW";
-      const result = await mirrorCli(["--log-key", foreign, "--once"], mirror.env);
+      const result = await mirrorCli(["--log-key", foreign, "--once"], mirror);
       expect(result.code).toBe(6);
       expect(result.stderr).toMatch(/^registry: mirror refused: .*the checkpoint does not verify/);
       const opened = await mirror.open();
@@ -245,7 +176,7 @@ describe("registry mirror", () => {
     const mirror = await mirrorDatabase();
     try {
       const url = `http://127.0.0.1:${(tampering.address() as AddressInfo).port}`;
-      const result = await runCli(["mirror", "--from", url, "--log-key", logKey, "--once"], childEnv({ REGISTRY_LOG_KEY: undefined, ...mirror.env }));
+      const result = await runMirrorCli(url, ["--log-key", logKey, "--once"], mirror);
       expect(result.code, result.stderr).toBe(6);
       expect(result.stderr).toMatch(/^registry: mirror refused: records \[0, \d+\) from .* are not the ones its checkpoint of \d+ records commits to\n$/);
       const opened = await mirror.open();
