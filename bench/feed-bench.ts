@@ -159,7 +159,7 @@ export async function runFeedBench(options: FeedBenchOptions): Promise<FeedFigur
   }
 }
 
-async function logSize(url: string): Promise<number> {
+export async function logSize(url: string): Promise<number> {
   const page = await getPage(url, undefined, 1);
   return Number(page.size);
 }
@@ -224,7 +224,7 @@ function postEntry(agent: http.Agent, url: string, token: string, body: string):
   });
 }
 
-function signedBodies(publisher: BenchPublisher, prefix: string, count: number): string[] {
+export function signedBodies(publisher: BenchPublisher, prefix: string, count: number): string[] {
   const publishedAt = nowToTheSecond();
   return Array.from({ length: count }, (_, i) => JSON.stringify(signedEntry(publisher, `${prefix}-${i}`, "1.0.0", publishedAt)));
 }
@@ -335,7 +335,7 @@ async function measureLiveLag(options: FeedBenchOptions, sampler: ServerSampler,
   };
 }
 
-interface Written {
+export interface Written {
   readonly writeSeconds: number;
   /** Milliseconds from each entry's scheduled send time to its answer, sorted. */
   readonly latenciesMs: readonly number[];
@@ -345,7 +345,7 @@ interface Written {
 }
 
 /** Sends entry i at start + i / rate, without waiting for earlier answers; resolves once all are answered. */
-async function writeOpenLoop(agent: http.Agent, url: string, token: string, bodies: readonly string[], rate: number): Promise<Written> {
+export async function writeOpenLoop(agent: http.Agent, url: string, token: string, bodies: readonly string[], rate: number): Promise<Written> {
   const intervalMs = 1000 / rate;
   const createdDids = new Set<string>();
   const failures = new Map<string, number>();

@@ -1,5 +1,6 @@
 /** The benchmark's figures, its targets, and their rendering as a console table and as Markdown. */
 import type { FeedFigures, ReplayFigures } from "./feed-bench.js";
+import type { StreamFigures } from "./stream-bench.js";
 import type { CreateLoadResult } from "./http-load.js";
 import type { H2loadResult } from "./h2load.js";
 import type { ProtocolRow } from "./protocol-rows.js";
@@ -36,6 +37,8 @@ export interface Figures {
   readonly rss: { readonly peakMb: number; readonly medianMb: number; readonly samples: number };
   /** The change feed part (bench/feed-bench.ts), when it ran. */
   readonly feed?: FeedFigures;
+  /** Many streams at once (bench/stream-bench.ts), with the feed part. */
+  readonly streams?: StreamFigures;
 }
 
 export const TARGETS = {
@@ -56,6 +59,10 @@ export const TARGETS = {
   feedLagP99Ms: 100,
   /** Change feed (issue 11): creates a second with every create appending to the log. */
   createsWithLogPerSecond: 1_000,
+  /** Feed streams (issue 20): the server's RSS with 1,000 idle SSE streams open. */
+  idleStreamsRssMb: 300,
+  /** Feed streams (issue 20): create p50 with 500 SSE streams following, as a multiple of none. */
+  createP50UnderStreams: 1.5,
 } as const;
 
 export interface MachineInfo {
@@ -200,6 +207,7 @@ export function verdicts(f: Figures): Verdict[] {
     out.push({ target: `REST creates >= ${n(TARGETS.restCreatesPerSecond)}/s (standing)`, measured: n(r.perSecond), pass: r.perSecond >= TARGETS.restCreatesPerSecond });
   }
   out.push(...feedVerdicts(f));
+  out.push(...streamVerdicts(f.streams));
   const notOk = [...f.resolves.map(summariseResolve), ...f.creates.map(summariseCreates)].filter((s) => s.notOk > 0);
   if (f.resolves.length + f.creates.length > 0) out.push({
     target: "every request answered successfully (resolves 2xx with a whole body, creates created)",
@@ -238,7 +246,7 @@ export function renderTable(f: Figures): string {
     keys.map((key, i) => (NUMERIC.includes(key) ? row[key].padStart(widths[i]!) : row[key].padEnd(widths[i]!))).join("  ").trimEnd();
   const targets = verdicts(f).map((v) => `${verdictText(v).padEnd(4)}  ${v.target}: ${v.measured}`);
   const protocols = all.length === 1 ? [] : [line(HEADERS), widths.map((w) => "-".repeat(w)).join("  "), ...all.slice(1).map(line), ""];
-  const feed = f.feed === undefined ? [] : feedTables(f.feed).flatMap((table) => [...consoleTable(table), ""]);
+  const feed = [...(f.feed === undefined ? [] : feedTables(f.feed)), ...(f.streams === undefined ? [] : [streamTable(f.streams)])].flatMap((table) => [...consoleTable(table), ""]);
   return [...protocols, ...feed, "Targets:", ...targets].join("\n");
 }
 
@@ -253,6 +261,7 @@ export function renderMarkdown(f: Figures, date: string, machine: MachineInfo, c
     `Code ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` plus uncommitted changes to ${machine.code.uncommitted.join(", ")}`}, ENTRY_CACHE_SIZE ${machine.entryCacheSize}. Run of ${date.slice(0, 10)} on a ${machine.cpus}-core shared machine (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}, ${machine.h2load}; 1/5/15-minute load average at the start ${machine.loadAverageAtStart.join(" / ")}; CPU pressure during the runs ${n(Math.min(...pressure))}-${n(Math.max(...pressure))}%. Medians of ${config.runs} run${config.runs === 1 ? "" : "s"} of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up each).`,
     ...(f.resolves.length + f.creates.length === 0 ? [] : ["", row(HEADERS), `| ${keys.map((key) => (NUMERIC.includes(key) ? "---:" : "---")).join(" | ")} |`, ...tableRows(f).map(row)]),
     ...(f.feed === undefined ? [] : feedTables(f.feed).flatMap((table) => ["", ...markdownTable(table)])),
+    ...(f.streams === undefined ? [] : ["", ...markdownTable(streamTable(f.streams))]),
     "",
     "| Target | Measured | Result |",
     "| --- | --- | --- |",
@@ -292,6 +301,35 @@ function feedTables(feed: FeedFigures): TextTable[] {
     numeric: new Set([1, 2, 3, 4, 6, 7]),
   };
   return [replays, lag];
+}
+
+function streamTable(streams: StreamFigures): TextTable {
+  return {
+    header: ["Feed streams open", `creates at ${n(streams.rate)}/s: p50 ms`, "p99 ms", "events delivered", "server RSS MB"],
+    rows: [
+      ...streams.creates.map((c) => [`${n(c.streams)} following the head`, n(c.p50Ms, 1), n(c.p99Ms, 1), c.streams === 0 ? "" : `${n(c.delivered * 100, 1)}%`, ""]),
+      [`${n(streams.idle.streams)} idle (none: ${n(streams.idle.rssBeforeMb)} MB)`, "", "", "", n(streams.idle.rssMb)],
+    ],
+    numeric: new Set([1, 2, 3, 4]),
+  };
+}
+
+function streamVerdicts(streams: StreamFigures | undefined): Verdict[] {
+  if (streams === undefined) return [];
+  const [alone, followed] = streams.creates;
+  const ratio = alone === undefined || followed === undefined ? Number.NaN : followed.p50Ms / alone.p50Ms;
+  return [
+    {
+      target: `server RSS with 1,000 idle feed streams < ${TARGETS.idleStreamsRssMb} MB`,
+      measured: `${n(streams.idle.rssMb)} MB with ${n(streams.idle.streams)} idle SSE streams (${n(streams.idle.rssBeforeMb)} MB with none)`,
+      pass: streams.idle.streams >= 1_000 && streams.idle.rssMb < TARGETS.idleStreamsRssMb,
+    },
+    {
+      target: `create p50 with 500 SSE streams following <= ${TARGETS.createP50UnderStreams}x none, every event delivered`,
+      measured: `${n(followed?.p50Ms ?? Number.NaN, 1)} ms with ${n(followed?.streams ?? 0)} streams, ${n(alone?.p50Ms ?? Number.NaN, 1)} ms with none: ${n(ratio, 2)}x; delivered ${n((followed?.delivered ?? 0) * 100, 1)}%`,
+      pass: (followed?.streams ?? 0) >= 500 && ratio <= TARGETS.createP50UnderStreams && followed?.delivered === 1,
+    },
+  ];
 }
 
 function consoleTable(table: TextTable): string[] {

@@ -33,9 +33,11 @@
  * Options: --runs N, --duration S, --warmup S, --h1-connections N, --h2-connections N,
  * --h2-streams N, --create-connections N, --create-pool N, --feed-records N (publish first until the
  * log holds N records; 20,000), --feed-live N (entries the live writer publishes; 2,000, 1,000 with
- * --quick), --feed-rate R (their rate a second; 200). DATABASE_URL names the Postgres server
- * (admin URL; default postgres://postgres@127.0.0.1:5432/test); a fresh database is created and
- * dropped.
+ * --quick), --feed-rate R (their rate a second; 200), --stream-followers N and --stream-idle N (SSE
+ * streams following the head during creates, 500, and held idle for the memory reading, 1,000),
+ * --stream-creates N and --stream-rate R (the creates timed with and without them; 1,000 at 100/s).
+ * DATABASE_URL names the Postgres server (admin URL; default postgres://postgres@127.0.0.1:5432/test);
+ * a fresh database is created and dropped.
  */
 import { execFileSync } from "node:child_process";
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -66,6 +68,7 @@ import {
 } from "./report.js";
 import { renderDiscoveryMarkdown, renderDiscoveryTable, runDiscoveryBench } from "./discovery-bench.js";
 import { runFeedBench } from "./feed-bench.js";
+import { runStreamBench } from "./stream-bench.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -87,6 +90,10 @@ const { values: args } = parseArgs({
     "feed-records": { type: "string" },
     "feed-live": { type: "string" },
     "feed-rate": { type: "string" },
+    "stream-followers": { type: "string" },
+    "stream-idle": { type: "string" },
+    "stream-creates": { type: "string" },
+    "stream-rate": { type: "string" },
   },
 });
 const quick = args.quick === true;
@@ -122,6 +129,14 @@ const FEED = {
   minRecords: Number(args["feed-records"] ?? 20_000),
   liveCount: Number(args["feed-live"] ?? (quick ? 1_000 : 2_000)),
   liveRate: Number(args["feed-rate"] ?? 200),
+};
+
+/** The stream part of the feed: issue 20's shapes, 500 streams following and 1,000 idle. */
+const STREAMS = {
+  followers: Number(args["stream-followers"] ?? 500),
+  idle: Number(args["stream-idle"] ?? 1_000),
+  creates: Number(args["stream-creates"] ?? (quick ? 500 : 1_000)),
+  rate: Number(args["stream-rate"] ?? 100),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -629,7 +644,7 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
   say("");
   const measured = await measure(servers, rows, seeded, did);
   // After the creates, so the log holds the seed plus every create of the create runs.
-  const figures = selection.feed ? { ...measured, feed: await feedPart(registry, seeded) } : measured;
+  const figures = selection.feed ? { ...measured, feed: await feedPart(registry, seeded), streams: await streamPart(registry, seeded) } : measured;
   const date = new Date().toISOString();
   const report = {
     date,
@@ -669,6 +684,19 @@ async function feedPart(registry: Server, seeded: Seeded) {
     accessToken: await issueAccessToken(registry, seeded.rootToken),
     runs: config.runs,
     ...FEED,
+    say,
+  });
+}
+
+/** Many feed streams at once against the registry under test (bench/stream-bench.ts). */
+async function streamPart(registry: Server, seeded: Seeded) {
+  say("");
+  return runStreamBench({
+    url: registry.url,
+    serverPid: registry.child.pid,
+    publisher: seeded.publisher,
+    accessToken: await issueAccessToken(registry, seeded.rootToken),
+    ...STREAMS,
     say,
   });
 }

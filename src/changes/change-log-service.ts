@@ -1,6 +1,7 @@
 import { InvalidArgumentError } from "../errors.js";
 import type { ChangeLogRepository, ChangePage, LoggedChange } from "./change-log.js";
 import type { LogGrowth } from "./log-growth.js";
+import { createIdleDeadline } from "./idle-deadline.js";
 import { createLogTail } from "./log-tail.js";
 import { createReadGate } from "./read-gate.js";
 
@@ -112,17 +113,17 @@ interface Batch {
 
 function heldBriefly(changes: readonly LoggedChange[]): Batch {
   let held: readonly LoggedChange[] | undefined = changes;
-  let timer: NodeJS.Timeout | undefined;
+  const hold = createIdleDeadline(BATCH_HOLD_MS, () => (held = undefined));
   return {
     take(position) {
-      clearTimeout(timer);
+      hold.stop();
       const change = held?.[position];
       if (change === undefined) {
         held = undefined;
+        hold.clear();
         return undefined;
       }
-      timer = setTimeout(() => (held = undefined), BATCH_HOLD_MS);
-      timer.unref();
+      hold.start();
       return change;
     },
   };

@@ -14,8 +14,9 @@ export interface LogTail {
    */
   heldAfter(after: bigint): readonly LoggedChange[] | undefined;
   /**
-   * Reads the records after the tail's end (or, while it holds none, after `after`), one read at a
-   * time: a caller arriving while a read runs waits for it rather than starting another.
+   * Reads the records after the tail's end (or after `after`, while it holds none or ends before
+   * `after`), one read at a time: a caller arriving while a read runs waits for it rather than
+   * starting another.
    */
   extend(after: bigint): Promise<void>;
 }
@@ -61,8 +62,17 @@ export function createLogTail(options: LogTailOptions): LogTail {
   }
 
   async function readNext(after: bigint): Promise<void> {
-    const from = end() === undefined ? after : end()! - 1n;
-    append(await options.read(from));
+    const held = end();
+    // A caller beyond what is held (the tail went stale while nobody followed): start anew from
+    // it rather than read the records in between, which no caller at the head needs.
+    if (held !== undefined && after >= held) drop();
+    append(await options.read(held === undefined || after >= held ? after : held - 1n));
+  }
+
+  function drop(): void {
+    segments.length = 0;
+    records = 0;
+    bytes = 0;
   }
 
   return {

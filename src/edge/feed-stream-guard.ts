@@ -1,6 +1,7 @@
 import http2 from "node:http2";
 import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type Interceptor, type StreamResponse } from "@connectrpc/connect";
+import { createIdleDeadline } from "../changes/idle-deadline.js";
 import { clientAddressKey } from "./client-address.js";
 import type { NodeRequest, NodeResponse } from "./http-exchange.js";
 import type { StreamAdmission } from "./stream-admission.js";
@@ -73,18 +74,16 @@ export function createFeedStreamGuard(options: FeedStreamGuardOptions): Intercep
 
 /** The stream's messages, each to be taken by the writer within `stallTimeoutMs`; the place released at the end. */
 async function* watched(response: StreamResponse, stallTimeoutMs: number, end: () => void, release: () => void) {
+  const stall = createIdleDeadline(stallTimeoutMs, end);
   try {
     for await (const message of response.message) {
       // The adapter asks for the next message only once this one's write has drained.
-      const stall = setTimeout(end, stallTimeoutMs);
-      stall.unref();
-      try {
-        yield message;
-      } finally {
-        clearTimeout(stall);
-      }
+      stall.start();
+      yield message;
+      stall.stop();
     }
   } finally {
+    stall.clear();
     release();
   }
 }

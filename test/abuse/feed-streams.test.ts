@@ -275,6 +275,29 @@ describe("streams at the head of the log", () => {
   });
 });
 
+describe("streams at the head of the log, after it grew with nobody following", () => {
+  it("read from the head, not the records written meanwhile", async () => {
+    // Three pages' worth of records that no stream follows: what the shared tail holds goes stale.
+    for (let version = 1; version <= 6; version += 1) await publish("unfollowed", `${version}.0.0`, LARGE_DATA_BYTES);
+    const reads: string[] = [];
+    const onQuery = (query: { sql: string }) => {
+      if (/from "registry_log"/.test(query.sql) && /"state_bytes"/.test(query.sql)) reads.push(query.sql);
+    };
+    const knex = setup.db.database.knex;
+    const size = await logSize();
+    const stream = await openSse(`/v1/changes/stream?after=${size - 1}`);
+    try {
+      knex.on("query", onQuery);
+      await publish("after-unfollowed", "1.0.0");
+      expect(await stream.events(1)).toEqual([String(size)]);
+      expect(reads.length, reads.join("\n")).toBeLessThanOrEqual(1);
+    } finally {
+      knex.removeListener("query", onQuery);
+      stream.close();
+    }
+  });
+});
+
 describe("bad resume points and failures inside streams", () => {
   it("answers a negative after on WatchChanges with invalid_argument on every protocol", async () => {
     for (const [name, transport] of Object.entries(transports())) {
