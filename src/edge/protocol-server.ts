@@ -67,7 +67,7 @@ const CLOSE_GRACE_MS = 1_000;
  * completed (and whose clients have sent their requests) drains at the loop's pace, one every few
  * milliseconds. Closing the listener earlier would reset every connection still queued.
  */
-const SHUTDOWN_LINGER_MS = 250;
+export const SHUTDOWN_LINGER_MS = 250;
 
 /** How often connections are checked while shutting down. */
 const SHUTDOWN_TICK_MS = 25;
@@ -305,7 +305,18 @@ export function createProtocolServer(
       return;
     }
     const idleFor = now - Math.max(connection.idleSince, closingSince ?? 0);
-    if (idleFor > (closingSince === undefined ? limits.idleTimeoutMs : SHUTDOWN_LINGER_MS)) requestClose(connection);
+    if (idleFor > (closingSince === undefined ? limits.idleTimeoutMs : SHUTDOWN_LINGER_MS)) closeIfStillIdle(connection);
+  }
+
+  /**
+   * Closes an idle HTTP/1.1 connection, but only once this turn's I/O has run (see afterPendingIo):
+   * a request already in the kernel is then read and answered, where a FIN sent first would lose it.
+   */
+  function closeIfStillIdle(connection: Connection) {
+    afterPendingIo(() => {
+      const stillIdle = connection.requests.size === 0 && connection.socket.bytesRead === connection.idleBytes;
+      if (stillIdle && connection.closeRequestedAt === undefined) requestClose(connection);
+    });
   }
 
   /** As node answers its own request timeouts: a 408 if nothing was answered yet, then the socket goes. */
