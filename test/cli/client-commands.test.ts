@@ -14,6 +14,12 @@ import { createTestDatabase, type TestDatabase } from "../support/test-database.
  * the exit code of each kind of failure.
  */
 
+/**
+ * A case runs the CLI up to seven times, each a node process that compiles the TypeScript as it
+ * starts: seconds apiece on a busy machine, more than the default 30 s in all.
+ */
+const CLI_CASE_MS = 120_000;
+
 let db: TestDatabase;
 let registry: TestRegistry;
 let scratch: { path: string; remove(): Promise<void> };
@@ -68,7 +74,7 @@ async function writeManifest(file: string, version: string, fields: Record<strin
   await writeFile(file, JSON.stringify(manifest));
 }
 
-describe("the publisher's flow", () => {
+describe("the publisher's flow", { timeout: CLI_CASE_MS }, () => {
   it("logs in with a root token, keeping it in a 0600 file in a 0700 directory", async () => {
     const rootToken = await registry.rootToken(publisher.did, ["registry.publish.skill"]);
     const result = await cli(["login", "--root-token", rootToken, "--json"]);
@@ -181,7 +187,7 @@ describe("the publisher's flow", () => {
   });
 });
 
-describe("every protocol the SDK speaks", () => {
+describe("every protocol the SDK speaks", { timeout: CLI_CASE_MS }, () => {
   it.each(["connect", "connect-binary", "grpc-web", "grpc"])("resolves, pages through discover and answers not-found over %s", async (transport) => {
     const resolved = await cli(["resolve", `${did}@1.1.0`, "--transport", transport, "--json"]);
     expect(resolved.code, resolved.stderr).toBe(0);
