@@ -31,13 +31,18 @@ export function registerQueryCommand(program: Command, context: CliContext): voi
           printJson({ rows: items, more });
           return;
         }
-        for (const row of items) context.stdout(`${Object.values(row).map(cell).join("\t")}\n`);
+        for (const row of items) context.stdout(rowLine(row));
         if (more) context.stderr("more rows match; --all or --limit <n> to see them\n");
       });
     });
 }
 
-/** A column's value on one line: text as it is, anything else as JSON, escaped so a tab or newline cannot add a column or a row. */
+/** A row's columns, tab-separated on one line. */
+function rowLine(row: JsonObject): string {
+  return `${Object.values(row).map(cell).join("\t")}\n`;
+}
+
+/** A column's value: text as it is, anything else as JSON, escaped so a tab or newline cannot add a column or a row. */
 function cell(value: JsonObject[string]): string {
   return terminalText(typeof value === "string" ? value : JSON.stringify(value));
 }
