@@ -3,6 +3,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { SHUTDOWN_LINGER_MS } from "../../src/edge/protocol-server.js";
 import {
   childEnv,
   freePort,
@@ -21,8 +22,10 @@ import { createTestDatabase, type TestDatabase } from "../support/test-database.
  * HTTP/2 a GOAWAY or REFUSED_STREAM). On loopback, bytes handed to the kernel before kill() are
  * in the server's receive queue before the signal is even sent. Nor may a request be reset on a
  * connection the server had taken (a reused keep-alive connection, an HTTP/2 session that had its
- * SETTINGS): whatever the server reads there, whenever it came, it answers or refuses. Only a
- * connection opened after the signal may meet a closed port (refused, or reset in the backlog).
+ * SETTINGS): whatever the server reads there, whenever it came, it answers or refuses. The one
+ * close it may make there is an idle HTTP/1.1 keep-alive connection's FIN, a linger into its
+ * shutdown; a request sent after that may cross the FIN (see isServerReset). Only a connection
+ * opened after the signal may meet a closed port (refused, or reset in the backlog).
  */
 
 const REQUESTS = 200;
@@ -57,11 +60,13 @@ afterAll(async () => {
 });
 
 /**
- * What became of one request; when (performance.now()) the client had finished sending it; and
+ * What became of one request; when (performance.now()) the client had finished sending it, and
+ * (HTTP/1.1) when it handed it to a connection, before any of its bytes could reach the kernel;
  * whether it went on a connection the server had already taken (a reused keep-alive connection,
- * an HTTP/2 session whose SETTINGS arrived), where a reset is the server's doing whenever it came.
+ * an HTTP/2 session whose SETTINGS arrived), where a reset is the server's doing whenever it came
+ * unless it met the server's FIN (`endedByServer`, see isServerReset).
  */
-type Outcome = { sentAt?: number; serverConnection?: boolean } & (
+type Outcome = { sentAt?: number; handedOverAt?: number; serverConnection?: boolean; endedByServer?: boolean } & (
   | { kind: "answered"; status: number; connection?: string }
   | { kind: "refused"; why: string }
   | { kind: "not sent"; why: string }
@@ -84,6 +89,7 @@ function http1Load(url: string, token: string, maxSockets: number): Load {
       let sentAt: number | undefined;
       let socket: net.Socket | undefined;
       let reused = false;
+      let handedOverAt: number | undefined;
       const request = http.request(`${url}/v1/entries`, {
         method: "POST",
         agent,
@@ -91,7 +97,9 @@ function http1Load(url: string, token: string, maxSockets: number): Load {
       });
       // Emitted once the whole request has been handed to the operating system.
       request.on("finish", () => (sentAt = performance.now()));
+      // Emitted just before the request is written to the socket.
       request.on("socket", (assigned) => {
+        handedOverAt = performance.now();
         socket = assigned;
         reused = answeredOn.has(assigned);
       });
@@ -100,13 +108,14 @@ function http1Load(url: string, token: string, maxSockets: number): Load {
         response.on("end", () => {
           if (socket !== undefined) answeredOn.add(socket);
           onAnswer();
-          resolve({ kind: "answered", status: response.statusCode ?? 0, connection: response.headers.connection, sentAt });
+          resolve({ kind: "answered", status: response.statusCode ?? 0, connection: response.headers.connection, sentAt, handedOverAt });
         });
         response.on("error", (error) => resolve({ kind: "reset", why: `response: ${explain(error)}`, sentAt, serverConnection: true }));
       });
       request.on("error", (error: NodeJS.ErrnoException) => {
         if (error.code === "ECONNREFUSED") resolve({ kind: "not sent", why: error.code });
-        else resolve({ kind: "reset", why: explain(error), sentAt, serverConnection: reused });
+        // readableEnded: the server's FIN had been read (a reset would be "read ECONNRESET" instead).
+        else resolve({ kind: "reset", why: explain(error), sentAt, serverConnection: reused, endedByServer: socket?.readableEnded === true });
       });
       request.end(body);
     });
@@ -264,9 +273,10 @@ async function runRound(round: number, makeLoad: (url: string, token: string) =>
   load.close();
   idleHttp1.close();
   idleHttp2.close();
+  const idleCloseFrom = earliestIdleClose(outcomes, signalAt);
   return {
-    serverResets: outcomes.filter((o) => o.kind === "reset" && ((o.sentAt ?? Infinity) < signalAt || o.serverConnection === true)).length,
-    tally: tallyOf(outcomes, signalAt),
+    serverResets: outcomes.filter((o) => isServerReset(o, signalAt, idleCloseFrom)).length,
+    tally: tallyOf(outcomes, signalAt, idleCloseFrom),
     wrongAnswers: outcomes.filter(isWrongAnswer),
     exit,
     idleHttp1: idleHttp1.seen,
@@ -299,17 +309,49 @@ describe.each(LOADS)("SIGTERM mid-load over %s", (name, makeLoad) => {
   }, ROUNDS * 90_000);
 });
 
+/**
+ * The earliest moment the server may have closed an idle keep-alive connection: a linger after its
+ * shutdown began. That was after the signal, and after it read every request it went on to process
+ * (a 201: requests read while shutting down are refused), each after the client handed it over.
+ */
+function earliestIdleClose(outcomes: readonly Outcome[], signalAt: number): number {
+  const processed = outcomes.filter((o) => o.kind === "answered" && o.status === 201).map((o) => o.handedOverAt ?? -Infinity);
+  return Math.max(signalAt, ...processed) + SHUTDOWN_LINGER_MS;
+}
+
+/**
+ * Whether a reset is the server's doing: sent before the signal, the request was in the server's
+ * receive queue before the signal; on a connection the server had taken, it was the server's to
+ * answer, unless it met the FIN of an idle close. A request sent before the earliest such close
+ * was in the server's receive queue before it; one sent later may have crossed the FIN, as on any
+ * HTTP/1.1 keep-alive connection (RFC 9112 §9.3.1), and its reset proves nothing.
+ */
+function isServerReset(outcome: Outcome, signalAt: number, idleCloseFrom: number): boolean {
+  if (outcome.kind !== "reset") return false;
+  if ((outcome.sentAt ?? Infinity) < signalAt) return true;
+  return outcome.serverConnection === true && !mayHaveCrossedIdleClose(outcome, idleCloseFrom);
+}
+
+function mayHaveCrossedIdleClose(outcome: Outcome, idleCloseFrom: number): boolean {
+  return outcome.endedByServer === true && (outcome.sentAt ?? Infinity) >= idleCloseFrom;
+}
+
 /** An answer is the create's own result, or a 503 (with Connection: close on HTTP/1.1) saying it was not processed. */
 function isWrongAnswer(outcome: Outcome): boolean {
   if (outcome.kind !== "answered" || outcome.status === 201) return false;
   return outcome.status !== 503 || (outcome.connection !== undefined && outcome.connection !== "close");
 }
 
-function tallyOf(outcomes: readonly Outcome[], signalAt: number): Record<string, number> {
+function tallyOf(outcomes: readonly Outcome[], signalAt: number, idleCloseFrom: number): Record<string, number> {
   const tally: Record<string, number> = {};
   for (const outcome of outcomes) {
     const when = outcome.sentAt === undefined ? "never sent" : outcome.sentAt < signalAt ? "sent before the signal" : "sent after the signal";
-    const where = outcome.serverConnection === true ? ", on a connection the server had taken" : "";
+    const where =
+      outcome.serverConnection !== true
+        ? ""
+        : mayHaveCrossedIdleClose(outcome, idleCloseFrom)
+          ? ", on a keep-alive connection after it may have been closed as idle"
+          : ", on a connection the server had taken";
     const key = outcome.kind === "answered" ? `answered ${outcome.status}` : `${outcome.kind} (${when}${where}): ${outcome.why}`;
     tally[key] = (tally[key] ?? 0) + 1;
   }
