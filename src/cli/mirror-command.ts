@@ -4,7 +4,7 @@ import { loadConfig } from "../config.js";
 import { createHttpLogSource } from "../mirror/http-log-source.js";
 import { createLogMirror, type LogSource, type MirrorStep } from "../mirror/log-mirror.js";
 import { LogSourceError, MirrorRefusedError, MirrorStoppedError } from "../mirror/mirror-errors.js";
-import { MIRROR_SETTING_OPTIONS, type MirrorSettings } from "../mirror/mirror-settings.js";
+import { MIRROR_SETTING_OPTIONS, settingFlag, type MirrorSettings } from "../mirror/mirror-settings.js";
 import { LogVerificationError, parseLogKey } from "../sdk/log-verifier.js";
 import { migrateToLatest, openDatabase } from "../storage/database.js";
 import { createKnexMirrorStore } from "../storage/knex-mirror-store.js";
@@ -90,7 +90,7 @@ function mirrorSettings(options: RunMirrorOptions, context: CliContext): MirrorS
     const text = options[option.key];
     const value = text === undefined ? option.default : Number(text);
     if (!Number.isInteger(value) || value < option.min || value > option.max) {
-      context.stderr(`registry: ${option.flag.split(" ")[0]} must be a whole number of ${option.unit} from ${option.min} to ${option.max}\n`);
+      context.stderr(`registry: ${settingFlag(option.key)} must be a whole number of ${option.unit} from ${option.min} to ${option.max}\n`);
       return undefined;
     }
     settings[option.key] = value;

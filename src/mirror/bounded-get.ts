@@ -1,6 +1,6 @@
 import http from "node:http";
 import https from "node:https";
-import { LARGEST_ANSWER_BYTES, type MirrorSettings } from "./mirror-settings.js";
+import { LARGEST_ANSWER_BYTES, settingFlag, type MirrorSettings } from "./mirror-settings.js";
 import { LogSourceError, MirrorRefusedError, MirrorStoppedError } from "./mirror-errors.js";
 
 export type RequestTimeouts = Pick<MirrorSettings, "connectTimeout" | "idleTimeout" | "requestTimeout">;
@@ -38,24 +38,26 @@ export function boundedGet(url: URL, options: BoundedGetOptions): Promise<Uint8A
       for (const timer of timers) clearTimeout(timer);
       timers.clear();
       signal?.removeEventListener("abort", onAbort);
+      if (outcome instanceof Uint8Array) return resolve(outcome);
+      // Whatever is left of the answer is not wanted, and the connection is not reused.
       request.destroy();
-      if (outcome instanceof Error) reject(outcome);
-      else resolve(outcome);
+      reject(outcome);
     };
     let idle: NodeJS.Timeout | undefined;
     const stillAlive = () => {
+      if (settled) return;
       if (idle !== undefined) {
         timers.delete(idle);
         clearTimeout(idle);
       }
-      idle = after(timeouts.idleTimeout, () => new LogSourceError(`GET ${url}: the source sent nothing for ${timeouts.idleTimeout} ms (--idle-timeout)`));
+      idle = after(timeouts.idleTimeout, () => new LogSourceError(`GET ${url}: the source sent nothing for ${timeouts.idleTimeout} ms (${settingFlag("idleTimeout")})`));
     };
 
     const client = url.protocol === "https:" ? https : http;
     const request = client.get(url, { headers: { "user-agent": "registry-mirror", "accept-encoding": "identity" } });
     signal?.addEventListener("abort", onAbort, { once: true });
-    after(timeouts.requestTimeout, () => new LogSourceError(`GET ${url}: the answer took longer than ${timeouts.requestTimeout} ms in all (--request-timeout)`));
-    const connecting = after(timeouts.connectTimeout, () => new LogSourceError(`GET ${url}: no connection within ${timeouts.connectTimeout} ms (--connect-timeout)`));
+    after(timeouts.requestTimeout, () => new LogSourceError(`GET ${url}: the answer took longer than ${timeouts.requestTimeout} ms in all (${settingFlag("requestTimeout")})`));
+    const connecting = after(timeouts.connectTimeout, () => new LogSourceError(`GET ${url}: no connection within ${timeouts.connectTimeout} ms (${settingFlag("connectTimeout")})`));
     request.on("socket", (socket) => {
       const connected = () => {
         timers.delete(connecting);
@@ -71,7 +73,7 @@ export function boundedGet(url: URL, options: BoundedGetOptions): Promise<Uint8A
       const status = response.statusCode ?? 0;
       const ok = status >= 200 && status < 300;
       const limit = ok ? maxBytes : LARGEST_ANSWER_BYTES.errorText;
-      const tooLarge = () => new MirrorRefusedError(`GET ${url}: the source's answer is longer than ${maxBytes} bytes, more than an honest one holds`);
+      const tooLarge = () => new MirrorRefusedError(`GET ${url}: the source's answer is longer than ${maxBytes} bytes, the most read for this request`);
       if (ok && Number(response.headers["content-length"]) > maxBytes) return settle(tooLarge());
       const chunks: Buffer[] = [];
       let size = 0;

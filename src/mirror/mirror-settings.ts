@@ -62,3 +62,8 @@ export const MIRROR_SETTING_OPTIONS: readonly MirrorSettingOption[] = Object.fre
 export const DEFAULT_MIRROR_SETTINGS: MirrorSettings = Object.freeze(
   Object.fromEntries(MIRROR_SETTING_OPTIONS.map((option) => [option.key, option.default])) as unknown as MirrorSettings,
 );
+
+/** The option that sets `key`, e.g. "--idle-timeout", for messages that say which bound was met. */
+export function settingFlag(key: keyof MirrorSettings): string {
+  return MIRROR_SETTING_OPTIONS.find((option) => option.key === key)!.flag.split(" ")[0]!;
+}
