@@ -46,6 +46,9 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
         });
       } catch (error) {
         if (error instanceof MirrorRefusedError) throw error;
+        const constraint = violatedUniqueConstraint(error);
+        // Not the database's state but the mirror's own writes: said as such, never as an outage.
+        if (constraint !== undefined) throw new Error(`the mirror's batch broke the unique constraint ${constraint}; nothing of it was written`, { cause: error });
         throw translatedDriverError(error);
       }
     },
@@ -73,7 +76,6 @@ export async function mirroredLogKey(knex: Knex): Promise<string | undefined> {
 const WRITTEN_OUTSIDE_THE_LOG: Readonly<Record<string, (change: MirroredChange) => string>> = Object.freeze({
   entries_version_once: (change) => `${change.entry.entryDid} is already in this database outside its log`,
   entries_pkey: (change) => `sequence ${change.state.sequence} is already taken in this database by an entry outside its log`,
-  entry_names_pkey: (change) => `${change.entry.baseDid} is already in this database outside its log`,
 });
 
 /** The change applied, or refused (MirrorRefusedError) when this database holds a row the source's log did not write. */
