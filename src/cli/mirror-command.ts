@@ -64,16 +64,16 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
     }
   } catch (error) {
     if (error instanceof MirrorStoppedError) {
-      context.stderr(`registry: mirror stopped by ${stoppedBy ?? "a signal"}: ${error.message}; what was proved is kept, and the next run goes on from there\n`);
+      context.stderr`registry: mirror stopped by ${stoppedBy ?? "a signal"}: ${error.message}; what was proved is kept, and the next run goes on from there\n`;
       // Following has no end but a stop; a catch-up asked for (--once) that did not finish fails as a signal would.
       return options.once ? 128 + constants.signals[stoppedBy ?? "SIGTERM"] : EXIT.ok;
     }
     if (error instanceof MirrorRefusedError || error instanceof LogVerificationError) {
-      context.stderr(`registry: mirror refused: ${error.message}\n`);
+      context.stderr`registry: mirror refused: ${error.message}\n`;
       return EXIT.unverified;
     }
     if (error instanceof LogSourceError) {
-      context.stderr(`registry: ${error.message}\n`);
+      context.stderr`registry: ${error.message}\n`;
       return EXIT.serverOrNetwork;
     }
     throw error;
@@ -90,7 +90,7 @@ function mirrorSettings(options: RunMirrorOptions, context: CliContext): MirrorS
     const text = options[option.key];
     const value = text === undefined ? option.default : Number(text);
     if (!Number.isInteger(value) || value < option.min || value > option.max) {
-      context.stderr(`registry: ${settingFlag(option.key)} must be a whole number of ${option.unit} from ${option.min} to ${option.max}\n`);
+      context.stderr`registry: ${settingFlag(option.key)} must be a whole number of ${option.unit} from ${option.min} to ${option.max}\n`;
       return undefined;
     }
     settings[option.key] = value;
@@ -103,7 +103,7 @@ async function pinnedLogKey(options: RunMirrorOptions, source: LogSource, contex
   const pinned = options.logKey ?? (context.env.REGISTRY_LOG_KEY || undefined);
   if (pinned !== undefined) return pinned;
   const published = await source.logKey();
-  context.stderr(`registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${published}\n`);
+  context.stderr`registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${published}\n`;
   return published;
 }
 
@@ -112,8 +112,8 @@ function report(step: MirrorStep, options: RunMirrorOptions, context: CliContext
   if (options.json) {
     context.stdout(`${JSON.stringify({ from, to, treeSize: checkpoint.treeSize, origin: checkpoint.origin, rootHash: Buffer.from(checkpoint.rootHash).toString("base64") })}\n`);
   } else if (to > from) {
-    context.stdout(`mirrored records [${from}, ${to}) of ${checkpoint.origin}: verified against its checkpoint of ${checkpoint.treeSize}\n`);
+    context.stdout`mirrored records [${from}, ${to}) of ${checkpoint.origin}: verified against its checkpoint of ${checkpoint.treeSize}\n`;
   } else if (options.once || context.stderrIsTty) {
-    context.stdout(`up to date with ${checkpoint.origin} at ${checkpoint.treeSize} records\n`);
+    context.stdout`up to date with ${checkpoint.origin} at ${checkpoint.treeSize} records\n`;
   }
 }
