@@ -47,8 +47,9 @@ beforeAll(async () => {
   // One publisher sends every create: its write limit would answer some of them 429.
   const limitsOff = { WRITE_RATE_LIMIT_RPS: "0" };
   env = childEnv(db === undefined ? { ...limitsOff, REGISTRY_DATA_DIR: dataDir!.path } : { ...limitsOff, DATABASE_URL: db.url });
-  // Before any server runs: the embedded database belongs to one process at a time.
-  const created = await runCli(["root-token", "create", "--subject", publisher.did, "--scopes", "registry.publish.skill"], env);
+  // Before any server runs: the embedded database belongs to one process at a time. Opening it
+  // (and migrating) takes the CLI as long as it takes a server to start, so it gets the same time.
+  const created = await runCli(["root-token", "create", "--subject", publisher.did, "--scopes", "registry.publish.skill"], env, STARTUP_MS);
   expect(created.code, created.stderr).toBe(0);
   rootToken = created.stdout.trim();
 }, STARTUP_MS);
