@@ -206,7 +206,7 @@ async function replayOverStream(url: string, size: number): Promise<number> {
 }
 
 /** Publishes one entry over REST on `agent`'s keep-alive connections; created means 201. */
-function postEntry(agent: http.Agent, url: string, token: string, body: string): Promise<{ created: boolean; detail: string }> {
+export function postEntry(agent: http.Agent, url: string, token: string, body: string): Promise<{ created: boolean; detail: string }> {
   return new Promise((resolve) => {
     const request = http.request(
       `${url}/v1/entries`,

@@ -137,6 +137,7 @@ const STREAMS = {
   idle: Number(args["stream-idle"] ?? 1_000),
   creates: Number(args["stream-creates"] ?? (quick ? 500 : 1_000)),
   rate: Number(args["stream-rate"] ?? 100),
+  sequentialCreates: quick ? 200 : 500,
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -2,21 +2,22 @@
  * Many change-feed streams against the bench's running registry (issue 20's targets), after the
  * feed part:
  *
- * 1. creates at a steady rate (open loop, REST) with no stream open: p50 and p99;
+ * 1. creates with no stream open, in two shapes: one at a time (each sent when the last was
+ *    answered) and at a steady rate (open loop, REST): p50 and p99;
  * 2. the same with `followers` SSE streams following the head, each of which must receive every
  *    create: what a commit costs while streams wait on it;
  * 3. the server's resident memory with `idle` SSE streams open and nothing to send.
  *
  * The streams come from several loopback addresses (127.0.1.x), as many clients would, so the
- * per-address stream cap (MAX_STREAMS_PER_IP) applies as it is configured, not switched off. Each
- * stream is a raw HTTP/1.1 socket that only counts its events, so the bench's own share of the
- * two cores stays small.
+ * per-address stream cap (MAX_STREAMS_PER_IP) applies as it is configured, not switched off. The
+ * streams are raw HTTP/1.1 sockets that only count their events, held by a child process
+ * (bench/stream-clients.ts), so receiving their events does not delay the writer's timings.
  */
 import http from "node:http";
-import net from "node:net";
+import { fork } from "node:child_process";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { BenchPublisher } from "./entry-signer.js";
-import { logSize, signedBodies, writeOpenLoop } from "./feed-bench.js";
+import { logSize, postEntry, signedBodies, writeOpenLoop } from "./feed-bench.js";
 import { rssMegabytes } from "./process-sampler.js";
 import { percentileOfSorted, round } from "./stats.js";
 
@@ -32,11 +33,15 @@ export interface StreamBenchOptions {
   /** Creates in each timed load, and how many a second. */
   readonly creates: number;
   readonly rate: number;
+  /** Creates sent one at a time, each when the last was answered. */
+  readonly sequentialCreates: number;
   readonly say: (text: string) => void;
 }
 
 export interface CreatesUnderStreams {
   readonly streams: number;
+  /** "one at a time": each create sent when the last was answered; "open loop": at `rate` a second whatever the answers. */
+  readonly shape: "one at a time" | "open loop";
   readonly created: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
@@ -50,103 +55,116 @@ export interface StreamFigures {
   readonly idle: { readonly streams: number; readonly rssBeforeMb: number; readonly rssMb: number };
 }
 
-/** Streams per loopback address: under the default MAX_STREAMS_PER_IP (32). */
-const STREAMS_PER_ADDRESS = 25;
 /** How long the streams may take to receive the last create once it is answered. */
 const DELIVERY_GRACE_MS = 30_000;
 /** Time for memory to settle once the idle streams are open. */
 const SETTLE_MS = 5_000;
 
-/** One SSE stream on a raw socket, counting `event: change` lines. */
-interface CountingStream {
-  readonly events: number;
-  close(): void;
+/** SSE streams held by a child process (bench/stream-clients.ts), each counting its events. */
+interface StreamClients {
+  readonly size: number;
+  counts(): Promise<number[]>;
+  close(): Promise<void>;
 }
 
-function openCountingStream(url: string, after: number, localAddress: string): Promise<CountingStream> {
-  const { hostname, port } = new URL(url);
-  return new Promise((resolve, reject) => {
-    const socket = net.connect({ host: hostname, port: Number(port), localAddress });
-    let events = 0;
-    let carry = "";
-    let started = false;
-    socket.setEncoding("utf8");
-    socket.on("error", reject);
-    socket.on("connect", () => socket.write(`GET /v1/changes/stream?after=${after} HTTP/1.1\r\nhost: ${hostname}\r\n\r\n`));
-    socket.on("data", (chunk: string) => {
-      const text = carry + chunk;
-      if (!started) {
-        if (!text.startsWith("HTTP/1.1 200")) {
-          reject(new Error(`stream from ${localAddress}: ${text.slice(0, 200)}`));
-          socket.destroy();
-          return;
-        }
-        started = true;
-        resolve({ get events() { return events; }, close: () => socket.destroy() });
-      }
-      for (let at = text.indexOf("event: change\n"); at >= 0; at = text.indexOf("event: change\n", at + 1)) events += 1;
-      // Keep a marker cut by the chunk's end for the next chunk, never one already counted.
-      carry = text.slice(-13);
-    });
+async function openStreams(url: string, count: number, after: number, firstAddress: number): Promise<StreamClients> {
+  const child = fork("bin/run-ts.js", ["bench/stream-clients.ts", url, String(count), String(after), String(firstAddress)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  await new Promise<void>((resolve, reject) => {
+    child.once("message", (message) => (message === "ready" ? resolve() : reject(new Error(`stream clients: ${String(message)}`))));
+    child.once("exit", (code) => reject(new Error(`stream clients exited with ${code} before their streams were open`)));
   });
-}
-
-async function openStreams(url: string, count: number, after: number, firstAddress: number): Promise<CountingStream[]> {
-  const streams: CountingStream[] = [];
-  for (let i = 0; i < count; i += 1) {
-    const address = `127.0.1.${firstAddress + Math.floor(i / STREAMS_PER_ADDRESS)}`;
-    streams.push(await openCountingStream(url, after, address));
-  }
-  return streams;
-}
-
-async function untilDelivered(streams: readonly CountingStream[], each: number): Promise<void> {
-  const deadline = Date.now() + DELIVERY_GRACE_MS;
-  while (streams.some((stream) => stream.events < each) && Date.now() < deadline) await sleep(50);
-}
-
-async function createsUnder(options: StreamBenchOptions, agent: http.Agent, streams: readonly CountingStream[], run: string): Promise<CreatesUnderStreams> {
-  const bodies = signedBodies(options.publisher, `streams-${run}-${Date.now().toString(36)}`, options.creates);
-  const before = streams.map((stream) => stream.events);
-  const written = await writeOpenLoop(agent, options.url, options.accessToken, bodies, options.rate);
-  const created = written.createdDids.size;
-  await untilDelivered(streams, created + Math.max(0, ...before));
-  const received = streams.reduce((sum, stream, i) => sum + stream.events - before[i]!, 0);
   return {
-    streams: streams.length,
-    created,
+    size: count,
+    counts: () =>
+      new Promise((resolve) => {
+        child.once("message", (message) => resolve((message as { counts: number[] }).counts));
+        child.send("counts");
+      }),
+    close: async () => {
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.send("close");
+      await exited;
+    },
+  };
+}
+
+/** Waits until every stream has `each` events; returns the counts then (or at the deadline). */
+async function untilDelivered(streams: StreamClients, each: number): Promise<number[]> {
+  const deadline = Date.now() + DELIVERY_GRACE_MS;
+  for (;;) {
+    const counts = await streams.counts();
+    if (counts.every((count) => count >= each) || Date.now() >= deadline) return counts;
+    await sleep(100);
+  }
+}
+
+const NO_STREAMS: StreamClients = { size: 0, counts: async () => [], close: async () => {} };
+
+async function createsUnder(options: StreamBenchOptions, agent: http.Agent, streams: StreamClients, shape: CreatesUnderStreams["shape"]): Promise<CreatesUnderStreams> {
+  const count = shape === "open loop" ? options.creates : options.sequentialCreates;
+  const bodies = signedBodies(options.publisher, `streams-${shape.replaceAll(" ", "-")}-${streams.size}-${Date.now().toString(36)}`, count);
+  const before = await streams.counts();
+  const written =
+    shape === "open loop"
+      ? await writeOpenLoop(agent, options.url, options.accessToken, bodies, options.rate).then((w) => ({ created: w.createdDids.size, latenciesMs: w.latenciesMs }))
+      : await writeOneAtATime(agent, options, bodies);
+  const after = await untilDelivered(streams, written.created + Math.max(0, ...before));
+  const received = after.reduce((sum, count, i) => sum + count - before[i]!, 0);
+  return {
+    streams: streams.size,
+    shape,
+    created: written.created,
     p50Ms: round(percentileOfSorted(written.latenciesMs, 50), 2),
     p99Ms: round(percentileOfSorted(written.latenciesMs, 99), 2),
-    delivered: streams.length === 0 ? 1 : round(received / (streams.length * created), 4),
+    delivered: streams.size === 0 ? 1 : round(received / (streams.size * written.created), 4),
   };
+}
+
+/** Sends each entry once the one before was answered. */
+async function writeOneAtATime(agent: http.Agent, options: StreamBenchOptions, bodies: readonly string[]): Promise<{ created: number; latenciesMs: readonly number[] }> {
+  const latenciesMs: number[] = [];
+  let created = 0;
+  for (const body of bodies) {
+    const sent = performance.now();
+    if ((await postEntry(agent, options.url, options.accessToken, body)).created) created += 1;
+    latenciesMs.push(performance.now() - sent);
+  }
+  return { created, latenciesMs: latenciesMs.sort((a, b) => a - b) };
+}
+
+/** Each shape of creates, with the streams given. */
+async function createsInEachShape(options: StreamBenchOptions, agent: http.Agent, streams: StreamClients): Promise<CreatesUnderStreams[]> {
+  const runs: CreatesUnderStreams[] = [];
+  for (const shape of ["one at a time", "open loop"] as const) {
+    const run = await createsUnder(options, agent, streams, shape);
+    options.say(`  ${shape}: p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms (${run.created} created)${streams.size === 0 ? "" : `, delivered ${run.delivered}`}`);
+    runs.push(run);
+  }
+  return runs;
 }
 
 export async function runStreamBench(options: StreamBenchOptions): Promise<StreamFigures> {
   const { say } = options;
   const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
-  const all: CountingStream[] = [];
+  let open = NO_STREAMS;
   try {
-    say(`streams: creates at ${options.rate}/s with no stream open`);
-    const alone = await createsUnder(options, agent, [], "alone");
-    say(`  p50 ${alone.p50Ms} ms, p99 ${alone.p99Ms} ms (${alone.created} created)`);
-
-    const head = (await logSize(options.url)) - 1;
-    const followers = await openStreams(options.url, options.followers, head, 1);
-    all.push(...followers);
-    say(`streams: creates at ${options.rate}/s with ${followers.length} SSE streams following the head`);
-    const followed = await createsUnder(options, agent, followers, "followed");
-    say(`  p50 ${followed.p50Ms} ms, p99 ${followed.p99Ms} ms (${followed.created} created), delivered ${followed.delivered}`);
-    for (const stream of all.splice(0)) stream.close();
+    say("streams: creates with no stream open");
+    const alone = await createsInEachShape(options, agent, NO_STREAMS);
+    open = await openStreams(options.url, options.followers, (await logSize(options.url)) - 1, 1);
+    say(`streams: creates with ${open.size} SSE streams following the head`);
+    const followed = await createsInEachShape(options, agent, open);
+    await open.close();
+    open = NO_STREAMS;
 
     await sleep(SETTLE_MS);
     const rssBeforeMb = round(rssMegabytes(options.serverPid) ?? Number.NaN, 1);
-    all.push(...(await openStreams(options.url, options.idle, (await logSize(options.url)) - 1, 101)));
+    open = await openStreams(options.url, options.idle, (await logSize(options.url)) - 1, 101);
     await sleep(SETTLE_MS);
     const rssMb = round(rssMegabytes(options.serverPid) ?? Number.NaN, 1);
-    say(`streams: RSS ${rssBeforeMb} MB with none open, ${rssMb} MB with ${all.length} idle`);
-    return { rate: options.rate, creates: [alone, followed], idle: { streams: all.length, rssBeforeMb, rssMb } };
+    say(`streams: RSS ${rssBeforeMb} MB with none open, ${rssMb} MB with ${open.size} idle`);
+    return { rate: options.rate, creates: [...alone, ...followed], idle: { streams: open.size, rssBeforeMb, rssMb } };
   } finally {
-    for (const stream of all) stream.close();
+    await open.close();
     agent.destroy();
   }
 }

@@ -79,7 +79,8 @@ export function createChangeLogService(options: ChangeLogServiceOptions): Change
       // Caught up: wait until the log holds a record beyond the last one delivered, then let the
       // tail (one read for every watcher here) fetch it.
       await growth.waitBeyond(last, signal);
-      if (!signal.aborted) await tail.extend(last);
+      // Woken after another watcher's read already brought the record: nothing to read.
+      if (!signal.aborted && !tail.holdsAfter(last)) await tail.extend(last);
     }
   }
 

@@ -22,6 +22,9 @@ export interface LogGrowthOptions {
   readonly onError?: (error: unknown) => void;
 }
 
+/** Waiters woken in one turn of the event loop. */
+const RELEASE_CHUNK = 32;
+
 interface Waiter {
   readonly index: bigint;
   readonly resolve: () => void;
@@ -34,12 +37,21 @@ export function createLogGrowth(options: LogGrowthOptions): LogGrowth {
   const waiters = new Set<Waiter>();
   let timer: NodeJS.Timeout | undefined;
 
+  /**
+   * Wakes the waiters the log has outgrown, RELEASE_CHUNK to a turn of the event loop: each wakes
+   * a stream that writes to its client, and a thousand of them in one turn would hold every
+   * request that arrived meanwhile (a write among them) behind their writes.
+   */
   function release(): void {
+    let woken = 0;
     for (const waiter of waiters) {
       // The last record's index is size - 1.
-      if (size - 1n > waiter.index) {
-        waiters.delete(waiter);
-        waiter.resolve();
+      if (size - 1n <= waiter.index) continue;
+      waiters.delete(waiter);
+      waiter.resolve();
+      if (++woken === RELEASE_CHUNK) {
+        setImmediate(release);
+        return;
       }
     }
   }

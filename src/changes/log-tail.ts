@@ -13,6 +13,8 @@ export interface LogTail {
    * reads those records from the database itself.
    */
   heldAfter(after: bigint): readonly LoggedChange[] | undefined;
+  /** Whether the tail holds a record after `after`: a caller then need not extend it. */
+  holdsAfter(after: bigint): boolean;
   /**
    * Reads the records after the tail's end (or after `after`, while it holds none or ends before
    * `after`), one read at a time: a caller arriving while a read runs waits for it rather than
@@ -84,6 +86,11 @@ export function createLogTail(options: LogTailOptions): LogTail {
         if (offset < BigInt(segment.changes.length)) return segment.changes.slice(Number(offset));
       }
       return [];
+    },
+
+    holdsAfter(after) {
+      const held = end();
+      return held !== undefined && segments[0]!.first <= after + 1n && after + 1n < held;
     },
 
     extend(after) {
