@@ -242,7 +242,7 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     maxStreamsPerIp: integer(env, "MAX_STREAMS_PER_IP", 32, 0, 1_000_000),
     maxStreams: integer(env, "MAX_STREAMS", 2_000, 0, 1_000_000),
     streamStallTimeoutMs: integer(env, "STREAM_STALL_TIMEOUT_MS", 30_000, 100, 3_600_000),
-    changePageMaxBytes: integer(env, "CHANGE_PAGE_MAX_BYTES", 1024 * 1024, 1024, 1024 * 1024 * 1024),
+    changePageMaxBytes: integer(env, "CHANGE_PAGE_MAX_BYTES", 2 * 1024 * 1024, 1024, 1024 * 1024 * 1024),
     shutdownGraceMs: integer(env, "SHUTDOWN_GRACE_MS", 5_000, 0, 600_000),
     logLevel: logLevel(env.LOG_LEVEL),
     accessLog: boolean(env, "ACCESS_LOG", true),

@@ -113,6 +113,8 @@ interface Batch {
 }
 
 function heldBriefly(changes: readonly LoggedChange[]): Batch {
+  // One record is held by whoever took it anyway: nothing to let go of, and no deadline to keep.
+  if (changes.length <= 1) return { take: (position) => changes[position] };
   let held: readonly LoggedChange[] | undefined = changes;
   const hold = createIdleDeadline(BATCH_HOLD_MS, () => (held = undefined));
   return {

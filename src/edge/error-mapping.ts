@@ -52,12 +52,21 @@ export function createErrorMappingInterceptor(log: ErrorLogger): Interceptor {
   };
 }
 
-async function* mappedErrors<T>(messages: AsyncIterable<T>, log: ErrorLogger): AsyncIterable<T> {
-  try {
-    yield* messages;
-  } catch (error) {
+/** The messages with their failure mapped: an iterator of its own, not a generator, which costs every message a few hops. */
+function mappedErrors<T>(messages: AsyncIterable<T>, log: ErrorLogger): AsyncIterable<T> {
+  const mapped = (error: unknown): never => {
     throw toConnectError(error, log);
-  }
+  };
+  return {
+    [Symbol.asyncIterator]() {
+      const inner = messages[Symbol.asyncIterator]();
+      return {
+        next: () => inner.next().catch(mapped),
+        return: (value?: unknown) => inner.return?.(value) ?? Promise.resolve({ done: true as const, value: undefined }),
+        throw: (error?: unknown) => (inner.throw === undefined ? Promise.reject(error) : inner.throw(error).catch(mapped)),
+      };
+    },
+  };
 }
 
 /**
