@@ -99,6 +99,30 @@ async function expectNothingWritten(mirror: MirrorDatabase): Promise<void> {
 }
 
 /** Runs the mirror against a hostile source to its end; the CLI's own bound is the test's. */
+/** `registry mirror` from `source` into `mirror`, as a child to signal: its stderr so far, and a stop that waits for its exit (SIGKILL past STOP_WITHIN_MS). */
+function startMirror(source: string, mirror: MirrorDatabase, args: readonly string[]) {
+  const child = spawn(process.execPath, [REGISTRY_BIN, "mirror", "--from", source, "--log-key", logKey, ...args], {
+    env: childEnv({ REGISTRY_LOG_KEY: undefined, ...mirror.env }),
+    cwd: PROJECT_ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+  return {
+    stderr: () => stderr,
+    async stop(signal: NodeJS.Signals): Promise<number | null> {
+      child.kill(signal);
+      const guard = setTimeout(() => child.kill("SIGKILL"), STOP_WITHIN_MS);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(guard);
+      }
+    },
+  };
+}
+
 async function mirrorFrom(hostility: Hostility, args: readonly string[]) {
   const hostile = await startHostileSource(hostility);
   const mirror = await mirrorDatabase();
@@ -148,20 +172,11 @@ describe("registry mirror against hostile sources", () => {
       const mirror = await mirrorDatabase();
       try {
         const timeouts = ["--connect-timeout", "--idle-timeout", "--request-timeout"].flatMap((flag) => [flag, String(NEVER_MS)]);
-        const child = spawn(process.execPath, [REGISTRY_BIN, "mirror", "--from", hostile.url, "--log-key", logKey, ...timeouts, ...mode], {
-          env: childEnv({ REGISTRY_LOG_KEY: undefined, ...mirror.env }),
-          cwd: PROJECT_ROOT,
-          stdio: ["ignore", "pipe", "pipe"],
-        });
-        let stderr = "";
-        child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-        const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+        const running = startMirror(hostile.url, mirror, [...timeouts, ...mode]);
         await hostile.engaged;
         const stoppedAt = Date.now();
-        child.kill("SIGTERM");
-        const guard = setTimeout(() => child.kill("SIGKILL"), STOP_WITHIN_MS);
-        const code = await exited;
-        clearTimeout(guard);
+        const code = await running.stop("SIGTERM");
+        const stderr = running.stderr();
         expect(code, stderr).toBe(expected);
         expect(Date.now() - stoppedAt).toBeLessThan(STOP_WITHIN_MS);
         expect(stderr).toMatch(/registry: mirror stopped by SIGTERM: .*what was proved is kept, and the next run goes on from there\n$/);
@@ -178,19 +193,11 @@ describe("registry mirror against hostile sources", () => {
     const hostile = await startHostileSource((req) => req.url!.startsWith("/v1/log/proofs/consistency?fromSize=30&"));
     const mirror = await mirrorDatabase();
     try {
-      const child = spawn(process.execPath, [REGISTRY_BIN, "mirror", "--from", hostile.url, "--log-key", logKey, "--once", "--batch", "10"], {
-        env: childEnv({ REGISTRY_LOG_KEY: undefined, ...mirror.env }),
-        cwd: PROJECT_ROOT,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
-      let stderr = "";
-      child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)));
+      const running = startMirror(hostile.url, mirror, ["--once", "--batch", "10"]);
       await hostile.engaged;
-      child.kill("SIGINT");
-      const guard = setTimeout(() => child.kill("SIGKILL"), STOP_WITHIN_MS);
-      expect(await exited, stderr).toBe(130);
-      clearTimeout(guard);
+      const code = await running.stop("SIGINT");
+      const stderr = running.stderr();
+      expect(code, stderr).toBe(130);
       expect(stderr).toContain(`registry: mirror stopped by SIGINT: stopped at 20 records of ${hostile.url}'s ${RECORDS}`);
       const opened = await mirror.open();
       try {
