@@ -66,21 +66,26 @@ export function createChangeLogService(options: ChangeLogServiceOptions): Change
 
   async function* watch(after: bigint | undefined, signal: AbortSignal): AsyncGenerator<LoggedChange> {
     let last = after ?? -1n;
-    while (!signal.aborted) {
-      const { batch, count, atHead } = await nextBatch(last, signal);
-      let delivered = 0;
-      for (let change = batch.take(0); change !== undefined; change = batch.take(delivered)) {
-        yield change;
-        last = change.index;
-        delivered += 1;
+    const follower = growth.follower(signal);
+    try {
+      while (!signal.aborted) {
+        const { batch, count, atHead } = await nextBatch(last, signal);
+        let delivered = 0;
+        for (let change = batch.take(0); change !== undefined; change = batch.take(delivered)) {
+          yield change;
+          last = change.index;
+          delivered += 1;
+        }
+        // A batch let go while its client stalled is read again from `last`.
+        if (delivered < count || !atHead || signal.aborted) continue;
+        // Caught up: wait until the log holds a record beyond the last one delivered, then let the
+        // tail (one read for every watcher here) fetch it.
+        await follower.waitBeyond(last);
+        // Woken after another watcher's read already brought the record: nothing to read.
+        if (!signal.aborted && !tail.holdsAfter(last)) await tail.extend(last);
       }
-      // A batch let go while its client stalled is read again from `last`.
-      if (delivered < count || !atHead || signal.aborted) continue;
-      // Caught up: wait until the log holds a record beyond the last one delivered, then let the
-      // tail (one read for every watcher here) fetch it.
-      await growth.waitBeyond(last, signal);
-      // Woken after another watcher's read already brought the record: nothing to read.
-      if (!signal.aborted && !tail.holdsAfter(last)) await tail.extend(last);
+    } finally {
+      follower.close();
     }
   }
 

@@ -4,10 +4,20 @@
  * and once per poll, never once per watcher.
  */
 export interface LogGrowth {
-  /** Resolves once the log has a record above `index`, or when `signal` aborts. */
-  waitBeyond(index: bigint, signal: AbortSignal): Promise<void>;
+  /**
+   * One watcher's waits, for as long as `signal` lets it run: the abort is listened for once, not
+   * at every wait, which a watcher makes after every record it delivers live.
+   */
+  follower(signal: AbortSignal): LogFollower;
   /** The log may have grown: read its size again. */
   hint(): void;
+  close(): void;
+}
+
+export interface LogFollower {
+  /** Resolves once the log has a record above `index`, or when the follower's signal aborts. */
+  waitBeyond(index: bigint): Promise<void>;
+  /** The watcher is done: stop listening to its signal. */
   close(): void;
 }
 
@@ -90,26 +100,36 @@ export function createLogGrowth(options: LogGrowthOptions): LogGrowth {
   }
 
   return {
-    waitBeyond(index, signal) {
-      if (signal.aborted || size - 1n > index) return Promise.resolve();
-      return new Promise<void>((resolve) => {
-        const waiter: Waiter = {
-          index,
-          resolve: () => {
-            signal.removeEventListener("abort", onAbort);
-            resolve();
-          },
-        };
-        const onAbort = () => {
-          waiters.delete(waiter);
-          resolve();
-        };
-        signal.addEventListener("abort", onAbort, { once: true });
-        waiters.add(waiter);
-        schedulePoll();
-        // The size this process knows may be stale: check once for this waiter.
-        read();
-      });
+    follower(signal) {
+      let pending: Waiter | undefined;
+      const onAbort = () => {
+        if (pending === undefined) return;
+        waiters.delete(pending);
+        pending.resolve();
+      };
+      signal.addEventListener("abort", onAbort, { once: true });
+      return {
+        waitBeyond(index) {
+          if (signal.aborted || size - 1n > index) return Promise.resolve();
+          return new Promise<void>((resolve) => {
+            pending = {
+              index,
+              resolve: () => {
+                pending = undefined;
+                resolve();
+              },
+            };
+            waiters.add(pending);
+            schedulePoll();
+            // The size this process knows may be stale: check once for this waiter.
+            read();
+          });
+        },
+        close() {
+          signal.removeEventListener("abort", onAbort);
+          onAbort();
+        },
+      };
     },
     hint() {
       // Nobody waits: the next waiter reads the size itself.
