@@ -46,7 +46,7 @@ export function createRateLimitInterceptor(options: RateLimitInterceptorOptions)
   return (next) => async (request) => {
     const policy = policies.get(request.method);
     if (policy === undefined) return next(request);
-    const headers = await admit(limiter, policy, addressKey(request.contextValues.get(clientAddressKey)), "client address");
+    const headers = await admitAddress(limiter, policy, request.contextValues.get(clientAddressKey));
     try {
       const response = await next(request);
       headers.forEach((value, key) => response.header.set(key, value));
@@ -73,7 +73,7 @@ export function createWriteLimit(limiter: RateLimiter): WriteLimit {
     // Subjects are DIDs ("did:..."), addresses are IPs: the two kinds of key cannot meet.
     const headers =
       principal === undefined
-        ? await admit(limiter, "writes", addressKey(context.values.get(clientAddressKey)), "client address")
+        ? await admitAddress(limiter, "writes", context.values.get(clientAddressKey))
         : await admit(limiter, "writes", principal.subject, "publisher");
     headers.forEach((value, key) => context.responseHeader.set(key, value));
   };
@@ -92,7 +92,7 @@ export function createExchangeLimit(limiter: RateLimiter, policy: RateLimitPolic
   return async (exchange) => {
     let headers: Headers;
     try {
-      headers = await admit(limiter, policy, addressKey(resolveClientAddress(exchange)), "client address");
+      headers = await admitAddress(limiter, policy, resolveClientAddress(exchange));
     } catch (error) {
       if (!(error instanceof ConnectError)) throw error;
       await writeRestError(exchange, error, undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
@@ -108,6 +108,11 @@ export function createExchangeLimit(limiter: RateLimiter, policy: RateLimitPolic
  * answer; past the limit, throws resource_exhausted (HTTP 429) carrying those headers,
  * Retry-After, and a google.rpc.RetryInfo detail for gRPC clients.
  */
+/** admit for a client address, counted under its key (an IPv6 /64 as one client). */
+function admitAddress(limiter: RateLimiter, policy: RateLimitPolicy, address: string): Promise<Headers> {
+  return admit(limiter, policy, addressKey(address), "client address");
+}
+
 async function admit(limiter: RateLimiter, policy: RateLimitPolicy, key: string, per: string): Promise<Headers> {
   const decision = await limiter.take(policy, key);
   const headers = rateLimitHeaders(policy, decision);
