@@ -136,8 +136,11 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const limitRead = limiter?.policies.has("reads") ? createExchangeLimit(limiter, "reads", resolveClientAddress) : undefined;
   const adminCredential = adminApiOn ? generateAdminCredential() : undefined;
   const adminVerifier = adminCredential === undefined ? undefined : createAdminCredentialVerifier(adminCredential);
-  // The per-address limits, and the admin API's limit on wrong credentials, read the client's address.
-  const contextValues = limiter === undefined && adminVerifier === undefined ? undefined : contextValuesFor(resolveClientAddress);
+  // Every call the adapter serves reads the client's address: the feed's streams are capped by it.
+  const addressValues = contextValuesFor(resolveClientAddress);
+  // The unary path reads it only for the per-address limits and the admin API's limit on wrong
+  // credentials, so calls with neither pay for none.
+  const contextValues = limiter === undefined && adminVerifier === undefined ? undefined : addressValues;
   const { services, close: closeServices, quiesce, changeFeed, logFiles } = await createServices(
     config,
     { primary: database, replicas, routing },
@@ -174,7 +177,6 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     onUnexpectedError: logUnexpected,
   });
   const rpcServices = [...services.map(({ service }) => service), Health, ...reflectionServiceDescriptors];
-  const adapterContextValues = contextValuesFor(resolveClientAddress);
   const adapter = connectNodeAdapter({
     routes: (router) => {
       for (const { service, impl } of services) router.service(service, impl as never);
@@ -191,9 +193,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     jsonOptions: { alwaysEmitImplicit: true },
     readMaxBytes: config.maxBodyBytes,
     shutdownSignal: shutdown.signal,
-    // The adapter serves streams: their caps need the client's address whatever the limits.
     contextValues: (req) => {
-      const values = adapterContextValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress });
+      const values = addressValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress });
       values.set(endExchangeKey, () => endAdapterExchange(req));
       return withAdapterObservation(values, req);
     },
