@@ -12,9 +12,9 @@ const KEY_FAULTS: Record<Ed25519KeyFault, string> = {
     "did:key holds a small-order Ed25519 point: a weak key, for which one signature can verify for many messages",
 };
 
-// Checking a key decodes a curve point (a square root, about 50 µs in pure JS): too much to repeat
-// on every publish, while publishers sign many entries with one key. Only accepted DIDs are kept,
-// and a memo does not change what the function answers.
+// Checking a key decodes a curve point, a square root (docs/performance.md#creates): too much to
+// repeat on every publish, while publishers sign many entries with one key. Only accepted DIDs are
+// kept, and a memo does not change what the function answers.
 const ACCEPTED_CACHE_SIZE = 10_000;
 const acceptedKeys = new Map<string, Uint8Array>();
 

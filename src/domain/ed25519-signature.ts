@@ -36,9 +36,9 @@ export function formatSignature(bytes: Uint8Array): string {
 }
 
 /**
- * Verifies Ed25519 signatures with node:crypto (an order of magnitude faster than pure-JS
- * verification), on libuv's thread pool: a verification costs about as much CPU as the rest of a
- * publish, and off the event loop it runs on another core while the loop serves other requests.
+ * Verifies Ed25519 signatures with node:crypto, far faster than pure-JS verification, on libuv's
+ * thread pool: a verification is a sizeable share of a publish's CPU, and off the event loop it
+ * runs on another core while the loop serves other requests (docs/performance.md#creates).
  * Imported keys are cached because building a KeyObject costs about as much as a verification,
  * and publishers sign many entries with one key.
  *

@@ -2,8 +2,8 @@ import type { Knex } from "knex";
 
 /**
  * Indexes that keep every documented discovery filter and order off sequential scans at a million
- * entries (docs/performance.md shows the plans). Each btree ends in `sequence`, the tie-breaker of
- * every discovery order, so a keyset page resumes with an index range instead of a sort.
+ * entries (docs/performance.md#discovery-at-a-million-entries). Each btree ends in `sequence`, the
+ * tie-breaker of every discovery order, so a keyset page resumes with an index range, not a sort.
  *
  * pg_trgm serves case-insensitive substring search (CONTAINS) on names and descriptions; PGlite
  * ships it too, and loads it when the database opens (src/storage/database.ts).

@@ -9,8 +9,8 @@ import { LOG_APPEND_LOCK } from "./0011-log-append-lock.js";
  * check `base_did = $1 and version_key = $2`, planned on a nearly empty table, ties between the
  * unique (base_did, version_key) index and the (version_key, sequence) discovery index. Cached with
  * the second, each create walked every entry sharing its version, slower as the table grew. The
- * cure cost more than the disease: planning the create's eight statements each time was about 40%
- * of its database time (0.57 ms against 0.35 ms a create, one connection, measured with pgbench).
+ * cure cost more than the disease: planning the create's eight statements on every call is a large
+ * share of its database time (docs/performance.md#creates).
  *
  * Each statement left here has one sensible plan, whatever the table's size:
  * - the version check is gone: the unique constraint `entries_version_once` refuses a second
