@@ -1,8 +1,5 @@
-import type {
-  EntryRepository,
-  EntryVersionSummary,
-  StoredEntry,
-} from "../entries/entry-repository.js";
+import { deepFreeze } from "../domain/deep-freeze.js";
+import type { EntryRepository, EntryVersionSummary, StoredEntry } from "../entries/entry-repository.js";
 
 /**
  * Where a cache learns that an entry changed in another process. `onChange` receives the entry
@@ -49,7 +46,8 @@ interface CachedName {
  * A read-through cache of resolves and version lists, per entry DID, in front of a repository.
  * Every write through this process drops the entry at once; writes by other processes arrive
  * through the change feed. A read that overlapped any change does not fill the cache, so a
- * stale answer read before a commit cannot be stored after that commit's invalidation.
+ * stale answer read before a commit cannot be stored after that commit's invalidation. What it
+ * keeps is frozen: every later read of the same name shares it.
  */
 export function createCachedEntryRepository(
   inner: EntryRepository,
@@ -131,7 +129,7 @@ export function createCachedEntryRepository(
       const size = estimatedBytes(loaded as StoredEntry | EntryVersionSummary[] | null);
       name.bytes += size;
       bytes += size;
-      put(name, loaded);
+      put(name, deepFreeze(loaded));
       // The Map iterates least recently used first.
       while (names.size > maxEntries || (bytes > maxBytes && names.size > 0)) {
         forget(names.keys().next().value as string);

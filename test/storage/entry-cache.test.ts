@@ -55,6 +55,19 @@ describe("the entry cache", () => {
     expect(inner.reads()).toBe(2);
   });
 
+  it("shares what it keeps frozen: a change by one reader throws instead of reaching the next", async () => {
+    const feed = manualFeed();
+    const inner = countingRepository(() => ({ version: "1.0.0", description: "", tags: ["a"], data: { nested: { n: 1 } } }) as unknown as StoredEntry);
+    const cache = createCachedEntryRepository(inner.repository, feed);
+    const first = (await cache.findLatest("did:reg:main:skill:a")) as unknown as Record<string, any>;
+    const second = (await cache.findLatest("did:reg:main:skill:a")) as unknown as Record<string, any>;
+    expect(second).toBe(first);
+    expect(() => void (first.version = "9.9.9")).toThrow(TypeError);
+    expect(() => void first.tags.push("b")).toThrow(TypeError);
+    expect(() => void (first.data.nested.n = 2)).toThrow(TypeError);
+    expect(second).toMatchObject({ version: "1.0.0", tags: ["a"], data: { nested: { n: 1 } } });
+  });
+
   it("does not keep an answer read while a change arrived", async () => {
     const feed = manualFeed();
     let current = "1.0.0";
