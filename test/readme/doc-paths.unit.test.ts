@@ -14,8 +14,8 @@ const REPO = fileURLToPath(new URL("../../", import.meta.url));
 /** Top-level folders whose paths a doc may name in its prose, code spans or code blocks. */
 const ROOTS = ["src", "test", "bench", "docs", "proto", "bin", ".ci", "deploy", "gen"];
 
-/** A root folder's path not preceded by a word, a dot, a slash or a hyphen (which a URL or a longer path would be). */
-const ROOTED_PATH = new RegExp(`(?<![\\w./-])(?:${ROOTS.map((root) => root.replace(".", "\\.")).join("|")})/[\\w.@*<>{}/-]*`, "g");
+/** A root folder's path, perhaps after `./`, not inside a word, a URL or a longer path. */
+const ROOTED_PATH = new RegExp(`(?<![\\w./-])(?:\\./)?(?:${ROOTS.map((root) => root.replace(".", "\\.")).join("|")})/[\\w.@*<>{}/-]*`, "g");
 
 /** `[text](target)`: a Markdown link's target, up to a space or the closing parenthesis. */
 const LINK = /\]\(([^)\s]+)\)/g;
@@ -50,7 +50,7 @@ function ignoredPrefixes(): string[] {
 function checkablePath(token: string): string {
   const wildcard = token.search(WILDCARD);
   const literal = wildcard < 0 ? token : token.slice(0, token.lastIndexOf("/", wildcard) + 1);
-  return literal.replace(/[.,:;]+$/, "");
+  return literal.replace(/^\.\//, "").replace(/[.,:;]+$/, "");
 }
 
 /** The paths and links in one Markdown document, with their line numbers; `doc` is repository-relative. */
@@ -132,7 +132,7 @@ describe("the check itself", () => {
   const sample = [
     "The server starts in `src/app.ts` and `node bin/run-ts.js bench/no-such-bench.ts` measures it.",
     "See [the feed](docs/feed.md), [a gone page](docs/gone.md) and src/edge/no-such-file.ts.",
-    "The domain is `src/domain/*.ts`; tests live in `test/<area>/`.",
+    "The domain is `src/domain/*.ts`; tests live in `test/<area>/`; run `./bin/no-such-script.js`.",
     "A URL is not a path: https://example.com/src/missing.ts, nor is `GET /docs/missing`.",
     "[Anchors are checked](docs/performance.md#no-such-section), [and found](README.md#walkthrough).",
   ].join("\n");
@@ -142,6 +142,7 @@ describe("the check itself", () => {
       { doc: "README.md", line: 1, path: "bench/no-such-bench.ts", problem: "missing" },
       { doc: "README.md", line: 2, path: "docs/gone.md", problem: "missing" },
       { doc: "README.md", line: 2, path: "src/edge/no-such-file.ts", problem: "missing" },
+      { doc: "README.md", line: 3, path: "bin/no-such-script.js", problem: "missing" },
       { doc: "README.md", line: 5, path: "docs/performance.md#no-such-section", problem: "no such heading" },
     ]);
   });
