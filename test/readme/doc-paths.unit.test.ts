@@ -54,12 +54,13 @@ function checkablePath(token: string): string {
 }
 
 /** The paths and links in one Markdown document, with their line numbers; `doc` is repository-relative. */
-export function namedPaths(markdown: string, doc: string): NamedPath[] {
+function namedPaths(markdown: string, doc: string): NamedPath[] {
   const named: NamedPath[] = [];
   markdown.split("\n").forEach((text, index) => {
     const line = index + 1;
     const onLine: (NamedPath & { column: number })[] = [];
-    for (const match of text.matchAll(ROOTED_PATH)) onLine.push({ line, column: match.index, path: checkablePath(match[0]), anchor: undefined });
+    for (const match of text.matchAll(ROOTED_PATH))
+      onLine.push({ line, column: match.index, path: checkablePath(match[0]), anchor: undefined });
     for (const match of text.matchAll(LINK)) {
       const target = match[1]!;
       if (/^[a-z][a-z+.-]*:/i.test(target)) continue;
@@ -74,7 +75,7 @@ export function namedPaths(markdown: string, doc: string): NamedPath[] {
 }
 
 /** GitHub's anchor for a heading: lower case, punctuation dropped, spaces as hyphens; repeats numbered. */
-export function headingAnchors(markdown: string): Set<string> {
+function headingAnchors(markdown: string): Set<string> {
   const anchors = new Set<string>();
   let fenced = false;
   for (const text of markdown.split("\n")) {
@@ -93,18 +94,18 @@ export function headingAnchors(markdown: string): Set<string> {
 }
 
 /** What a document names that the repository does not hold. */
-export function problemsIn(markdown: string, doc: string, root = REPO): Problem[] {
+function problemsIn(markdown: string, doc: string): Problem[] {
   const ignored = ignoredPrefixes();
   const problems = new Map<string, Problem>();
   const report = (problem: Problem) => problems.set(`${problem.line} ${problem.path}`, problem);
   for (const { line, path, anchor } of namedPaths(markdown, doc)) {
     if (ignored.some((prefix) => path.startsWith(prefix))) continue;
-    if (!existsSync(join(root, path))) {
+    if (!existsSync(join(REPO, path))) {
       report({ doc, line, path, problem: "missing" });
       continue;
     }
     if (anchor === undefined || anchor === "" || !path.endsWith(".md")) continue;
-    if (!headingAnchors(readFileSync(join(root, path), "utf8")).has(anchor)) {
+    if (!headingAnchors(readFileSync(join(REPO, path), "utf8")).has(anchor)) {
       report({ doc, line, path: `${path}#${anchor}`, problem: "no such heading" });
     }
   }
