@@ -98,10 +98,12 @@ export interface StartOptions {
 
 /** Opens the database, applies migrations, and serves the halves of the service the role asks for. */
 export async function startRegistry(config: RegistryConfig, options: StartOptions): Promise<RunningRegistry> {
-  const { logger } = options;
   useNodeTextEncoding();
   // Decided before anything opens, so a refused setting leaves nothing to close.
   const adminApiOn = servesAdminApi(config, options);
+  const tracing = await openTracing(config, options.logger);
+  // Lines logged inside a traced call name its trace.
+  const logger = tracing === undefined ? options.logger : options.logger.withTrace(tracing.currentTrace);
   const database = options.database ?? (await openDatabase(databaseOptions(config, logger)));
   await prepareSchema(config, database).catch(async (error: unknown) => {
     // An open pool would keep the process alive after it reported the error.
@@ -206,7 +208,6 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     maxBodyBytes: config.maxBodyBytes,
     log: logUnexpected,
   });
-  const tracing = await openTracing(config, logger);
   tracing?.traceQueries(database.knex, "primary");
   for (const [index, replica] of replicas.entries()) tracing?.traceQueries(replica.knex, `replica-${index + 1}`);
   const server = createProtocolServer(

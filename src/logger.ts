@@ -2,8 +2,24 @@ import { hostname } from "node:os";
 import { pino, type DestinationStream, type Logger as PinoLogger, type LoggerOptions as PinoOptions } from "pino";
 import type { LogLevel } from "./config.js";
 
-/** One call's access line: what was called, how it ended, for whom (see src/edge/observability.ts). */
-export interface AccessRecord {
+/**
+ * The trace a line belongs to, under the names of OpenTelemetry's log data model, so that a log
+ * store links the line to its trace: ids in lower-case hex, flags as two hex digits ("01": sampled).
+ */
+export interface TraceFields {
+  readonly trace_id: string;
+  readonly span_id: string;
+  readonly trace_flags: string;
+}
+
+/** The trace of the call running now, or undefined outside any traced call. */
+export type CurrentTrace = () => TraceFields | undefined;
+
+/**
+ * One call's access line: what was called, how it ended, for whom, and when tracing is on, in
+ * which trace (see src/edge/observability.ts).
+ */
+export interface AccessRecord extends Partial<TraceFields> {
   readonly requestId: string;
   readonly protocol: string;
   /** The RPC ("package.Service/Method"); absent when the request matched none. */
@@ -30,6 +46,8 @@ export interface Logger {
   error(message: string, fields?: Record<string, unknown>): void;
   /** One access line, at info level. */
   access(record: AccessRecord): void;
+  /** A logger to the same output whose lines, when written inside a traced call, name its trace. */
+  withTrace(current: CurrentTrace): Logger;
 }
 
 export interface LoggerOptions {
@@ -76,18 +94,21 @@ function isoTimeOncePerMillisecond(): () => string {
  * hostname.
  */
 export function createLogger(write?: (line: string) => void, options: LoggerOptions = {}): Logger {
-  const destination: DestinationStream = write === undefined ? standardOutput() : { write };
-  const common: PinoOptions = {
-    level: options.level ?? "info",
-    timestamp: isoTimeOncePerMillisecond(),
-    formatters: { level: (label) => ({ level: label }) },
-  };
+  return loggerTo(write === undefined ? standardOutput() : { write }, options, undefined);
+}
+
+function loggerTo(destination: DestinationStream, options: LoggerOptions, currentTrace: CurrentTrace | undefined): Logger {
   const general = pino(
     {
-      ...common,
+      level: options.level ?? "info",
+      timestamp: isoTimeOncePerMillisecond(),
+      formatters: { level: (label) => ({ level: label }) },
       serializers: { err: pino.stdSerializers.errWithCause },
       redact: { paths: redactPaths(), censor: "[redacted]" },
-    },
+      // Without tracing no mixin is set, and lines pay nothing for it. A copy: pino writes the
+      // line's own fields into the object the mixin returns.
+      ...(currentTrace === undefined ? {} : { mixin: () => ({ ...currentTrace() }) }),
+    } satisfies PinoOptions,
     destination,
   );
   const accessTime = isoTimeOncePerMillisecond();
@@ -101,6 +122,7 @@ export function createLogger(write?: (line: string) => void, options: LoggerOpti
     access: (record) => {
       if (accessOn) destination.write(accessLine(record, accessTime(), bindings));
     },
+    withTrace: (current) => loggerTo(destination, options, current),
   };
 }
 
@@ -119,6 +141,9 @@ function accessLine(record: AccessRecord, time: string, bindings: string): strin
   if (record.status !== undefined) line += `,"status":${record.status}`;
   line += `,"ms":${record.ms},"client":${JSON.stringify(record.client)}`;
   if (record.principal !== undefined) line += `,"principal":${JSON.stringify(record.principal)}`;
+  if (record.trace_id !== undefined) line += `,"trace_id":${JSON.stringify(record.trace_id)}`;
+  if (record.span_id !== undefined) line += `,"span_id":${JSON.stringify(record.span_id)}`;
+  if (record.trace_flags !== undefined) line += `,"trace_flags":${JSON.stringify(record.trace_flags)}`;
   return `${line},"msg":"call"}\n`;
 }
 

@@ -2,7 +2,9 @@ import { cors } from "@connectrpc/connect";
 import type { HttpExchange } from "./http-exchange.js";
 
 const ALLOWED_METHODS = [...new Set([...cors.allowedMethods, "GET", "POST", "DELETE", "OPTIONS"])].join(", ");
-const ALLOWED_HEADERS = [...new Set([...cors.allowedHeaders, "Authorization", "If-None-Match"])].join(", ");
+// W3C Trace Context and Baggage: a browser's instrumentation sends them to continue its trace here.
+const TRACE_HEADERS = ["traceparent", "tracestate", "baggage"];
+const ALLOWED_HEADERS = [...new Set([...cors.allowedHeaders, "Authorization", "If-None-Match", ...TRACE_HEADERS])].join(", ");
 const EXPOSED_HEADERS = [
   ...new Set([...cors.exposedHeaders, "Retry-After", "RateLimit", "RateLimit-Policy", "Allow", "ETag", "X-Request-Id"]),
 ].join(", ");

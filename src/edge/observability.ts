@@ -180,6 +180,7 @@ export function createCallObserver(options: CallObserverOptions): CallObserver {
       const method = observation.method;
       metrics?.callFinished(observation.protocol, method ?? "unmatched", code, ms / 1000);
       if (accessLog === undefined) return;
+      const trace = observation.span?.trace;
       const record: AccessRecord = {
         requestId: observation.requestId,
         protocol: observation.protocol,
@@ -191,6 +192,9 @@ export function createCallObserver(options: CallObserverOptions): CallObserver {
         ms: Math.round(ms * 100) / 100,
         client: observation.client,
         principal: observation.principal,
+        trace_id: trace?.trace_id,
+        span_id: trace?.span_id,
+        trace_flags: trace?.trace_flags,
       };
       accessLog.access(record);
     },

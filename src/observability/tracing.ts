@@ -1,4 +1,5 @@
 import {
+  createContextKey,
   defaultTextMapGetter,
   ROOT_CONTEXT,
   SpanKind,
@@ -36,6 +37,7 @@ import {
   ATTR_SERVICE_NAME,
 } from "@opentelemetry/semantic-conventions";
 import type { Knex } from "knex";
+import type { CurrentTrace, TraceFields } from "../logger.js";
 import { traceKnexQueries } from "./knex-tracing.js";
 
 /**
@@ -75,6 +77,8 @@ export interface CallRecord {
 
 /** One call's server span. */
 export interface ServerSpan {
+  /** Its trace and span, for the call's access line. */
+  readonly trace: TraceFields;
   /** Runs `handle` inside the span, so that what it starts (database queries) becomes its child. */
   run<T>(handle: () => T): T;
   /** The call is over: `code` is its outcome as a Connect code name, `status` the HTTP status sent. */
@@ -99,6 +103,8 @@ export interface TracingOptions {
 
 export interface Tracing {
   readonly serverSpans: ServerSpans;
+  /** The trace of the call running now, for log lines written inside it. */
+  readonly currentTrace: CurrentTrace;
   /**
    * Spans for the queries `knex` runs inside a traced call, labelled with the pool's name
    * ("primary", "replica-1"); untraced until close().
@@ -111,6 +117,8 @@ export interface Tracing {
 /** How long close() waits for the last spans to be exported: an unreachable collector must not hold up shutdown. */
 const CLOSE_LIMIT_MS = 5_000;
 const EXPORT_ERROR_INTERVAL_MS = 60_000;
+/** A call's trace fields, kept in its context so that a log line reads them without making any. */
+const TRACE_FIELDS = createContextKey("registry trace fields");
 
 /**
  * A tracer provider exporting to `options.endpoint` in batches, with an AsyncLocalStorage context
@@ -135,12 +143,14 @@ export function startTracing(options: TracingOptions): Tracing {
     start(call, clientAddress) {
       const parent = propagator.extract(ROOT_CONTEXT, call.headers, defaultTextMapGetter);
       const span = tracer.startSpan(spanNameOfHttp(call.method), { kind: SpanKind.SERVER, attributes: startAttributes(call, clientAddress) }, parent);
-      return new TracedCall(span, trace.setSpan(parent, span), contextManager);
+      const fields = traceFieldsOf(span);
+      return new TracedCall(span, fields, trace.setSpan(parent, span).setValue(TRACE_FIELDS, fields), contextManager);
     },
   };
 
   return {
     serverSpans,
+    currentTrace: () => contextManager.active().getValue(TRACE_FIELDS) as TraceFields | undefined,
     traceQueries(knex, pool) {
       stops.push(traceKnexQueries(knex, { tracer, activeContext: () => contextManager.active(), pool }));
     },
@@ -153,9 +163,16 @@ export function startTracing(options: TracingOptions): Tracing {
   };
 }
 
+/** A span's ids as log lines carry them; an unsampled call's too, so logs of one request still join up across services. */
+function traceFieldsOf(span: Span): TraceFields {
+  const { traceId, spanId, traceFlags } = span.spanContext();
+  return Object.freeze({ trace_id: traceId, span_id: spanId, trace_flags: traceFlags.toString(16).padStart(2, "0") });
+}
+
 class TracedCall implements ServerSpan {
   constructor(
     private readonly span: Span,
+    readonly trace: TraceFields,
     private readonly context: Context,
     private readonly contextManager: AsyncLocalStorageContextManager,
   ) {}
