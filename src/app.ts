@@ -10,8 +10,8 @@ import { ConfigError, type RegistryConfig } from "./config.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./discovery/page-cursor.js";
-import { createErrorMappingInterceptor, streamDecodeErrorInterceptor } from "./edge/error-mapping.js";
-import { contextValuesFor, createClientAddressResolver } from "./edge/client-address.js";
+import { createErrorMappingInterceptor, streamDecodeErrorInterceptor, toConnectError } from "./edge/error-mapping.js";
+import { addressKey, contextValuesFor, createClientAddressResolver, createTrustedProxyTest } from "./edge/client-address.js";
 import { createExchangeLimit, createRateLimitInterceptor, createWriteLimit, type ExchangeLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
 import { ADDRESS_LIMITS } from "./edge/method-policies.js";
 import { createMemoryBucketStore, type BucketStore } from "./rate-limits/bucket-store.js";
@@ -19,14 +19,15 @@ import { createPostgresBucketStore } from "./storage/postgres-bucket-store.js";
 import { createRedisBucketStore } from "./storage/redis-bucket-store.js";
 import { createRateLimiter, type RateLimiter, type RateLimitPolicyLimits } from "./rate-limits/rate-limiter.js";
 import { createHealthService } from "./edge/health-service.js";
-import { createProtocolServer } from "./edge/protocol-server.js";
+import { createProtocolServer } from "./transport/protocol-server.js";
 import { reflectionServiceDescriptors, registerReflection } from "./edge/reflection-service.js";
 import { createRegistryServiceImpl } from "./edge/registry-service-handlers.js";
 import { createRequestPipeline } from "./edge/request-pipeline.js";
 import { createRestTranscoder } from "./edge/rest-transcoder.js";
 import { servedService, unaryMethodsByPath, type ServedService } from "./edge/served-services.js";
-import { createUnaryInvoker } from "./edge/unary-invoker.js";
-import { useNodeTextEncoding } from "./edge/rpc/node-text-encoding.js";
+import { createUnaryInvoker } from "./transport/unary-invoker.js";
+import { useNodeTextEncoding } from "./transport/node-text-encoding.js";
+import { registryMessageCodec } from "./edge/rpc/message-codec.js";
 import { createAdapterOutcomeInterceptor, createCallObserver, createRefusalReporter, withAdapterObservation } from "./edge/observability.js";
 import { countedRateLimiter, createMetrics, knexPoolStats, type RegistryMetrics } from "./observability/metrics.js";
 import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
@@ -210,10 +211,18 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   });
   tracing?.traceQueries(database.knex, "primary");
   for (const [index, replica] of replicas.entries()) tracing?.traceQueries(replica.knex, `replica-${index + 1}`);
+  // The connection cap keys clients as the per-address limits do; trusted proxies are exempt.
+  const isTrustedProxy = createTrustedProxyTest(config.trustProxy);
   const server = createProtocolServer(
     createRequestPipeline({
       corsOrigins: config.corsOrigins,
-      rpc: { invoke, answers, maxBodyBytes: config.maxBodyBytes, log: logUnexpected },
+      rpc: {
+        invoke,
+        codec: registryMessageCodec,
+        answers,
+        maxBodyBytes: config.maxBodyBytes,
+        mapError: (error) => toConnectError(error, logUnexpected),
+      },
       unaryMethods: unaryMethodsByPath([...services, servedService(Health, health)]),
       adapterPaths: new Set(rpcServices.flatMap((service) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
       adapter,
@@ -244,7 +253,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       metrics: config.metricsPort === undefined ? metrics : undefined,
     }),
     config,
-    createRefusalReporter(logger, metrics),
+    { onRefusal: createRefusalReporter(logger, metrics), addressKeyOf: (address) => (isTrustedProxy(address) ? undefined : addressKey(address)) },
   );
   /** Everything the server was built on, closed once it no longer serves (or never could). */
   const release = async () => {

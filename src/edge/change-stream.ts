@@ -6,13 +6,13 @@ import { InvalidArgumentError } from "../errors.js";
 import { changeMessage } from "./change-feed-handlers.js";
 import { changeJson } from "./change-json.js";
 import type { ClientAddressResolver } from "./client-address.js";
-import { negotiateEncoding } from "./compression.js";
+import { negotiateEncoding } from "../transport/compression.js";
 import { endNodeExchange } from "./feed-stream-guard.js";
-import type { HttpExchange } from "./http-exchange.js";
+import type { HttpExchange } from "../transport/http-exchange.js";
 import type { ExchangeLimit } from "./rate-limit-interceptor.js";
 import { writeRestError } from "./rest-transcoder.js";
-import { errorOf } from "./rpc/rpc-answers.js";
-import { codeName } from "./status-codes.js";
+import { toConnectError } from "./error-mapping.js";
+import { codeName } from "../transport/status-codes.js";
 import type { StreamAdmission } from "./stream-admission.js";
 
 /** Where the change log is served as Server-Sent Events. */
@@ -62,7 +62,7 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     observation.method = "registry.v1.ChangeFeedService/WatchChanges";
     observation.route = `GET ${CHANGE_STREAM_PATH}`;
     const refuse = (error: unknown) =>
-      writeRestError(exchange, errorOf(error, options.log), undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
+      writeRestError(exchange, toConnectError(error, options.log), undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
     let after: bigint | undefined;
     try {
       after = resumePoint(exchange);
@@ -113,7 +113,7 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
       observation.code = stalled ? codeName(Code.DeadlineExceeded) : "ok";
     } catch (error) {
       // The answer has started: a failure can only end the stream, which the client resumes.
-      const code = errorOf(error, options.log).code;
+      const code = toConnectError(error, options.log).code;
       observation.code = stop.signal.aborted && code === Code.Canceled ? "canceled" : codeName(code);
     } finally {
       clearInterval(keepAlive);

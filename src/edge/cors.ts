@@ -1,5 +1,5 @@
 import { cors } from "@connectrpc/connect";
-import type { HttpExchange } from "./http-exchange.js";
+import type { HttpExchange } from "../transport/http-exchange.js";
 
 const ALLOWED_METHODS = [...new Set([...cors.allowedMethods, "GET", "POST", "DELETE", "OPTIONS"])].join(", ");
 // W3C Trace Context and Baggage: a browser's instrumentation sends them to continue its trace here.

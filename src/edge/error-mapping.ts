@@ -2,6 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor, type StreamResponse } from "@connectrpc/connect";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { InvalidArgumentError, RegistryError, type RegistryErrorKind } from "../errors.js";
+import { transportErrorOf } from "../transport/rpc-answers.js";
 
 const CODES: Record<RegistryErrorKind, Code> = {
   invalid_argument: Code.InvalidArgument,
@@ -18,12 +19,14 @@ const CODES: Record<RegistryErrorKind, Code> = {
 export type ErrorLogger = (error: unknown) => void;
 
 /**
- * The one place where domain errors become Connect errors (and so gRPC statuses and HTTP codes).
- * Anything that is not a domain or Connect error is logged and answered as a bare internal error,
- * so no driver or stack detail reaches a client.
+ * The one place where domain errors become Connect errors (and so gRPC statuses and HTTP codes),
+ * besides the transport's own (a body over the limit, a bad content coding). Anything else is
+ * logged and answered as a bare internal error, so no driver or stack detail reaches a client.
  */
 export function toConnectError(error: unknown, log: ErrorLogger): ConnectError {
   if (error instanceof ConnectError) return error;
+  const transportError = transportErrorOf(error);
+  if (transportError !== undefined) return transportError;
   if (error instanceof RegistryError) {
     if (error.kind === "unavailable" || error.kind === "deadline_exceeded") log(error);
     const details =

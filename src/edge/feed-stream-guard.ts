@@ -3,7 +3,7 @@ import type { DescMethod } from "@bufbuild/protobuf";
 import { Code, ConnectError, createContextKey, type Interceptor, type StreamResponse } from "@connectrpc/connect";
 import { createIdleDeadline } from "../changes/idle-deadline.js";
 import { clientAddressKey } from "./client-address.js";
-import type { NodeRequest, NodeResponse } from "./http-exchange.js";
+import type { NodeRequest, NodeResponse } from "../transport/http-exchange.js";
 import type { StreamAdmission } from "./stream-admission.js";
 
 /** Ends the exchange a call runs on, from under Connect's adapter: set for every adapter call. */

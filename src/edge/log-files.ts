@@ -2,11 +2,11 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { TransparencyService } from "../changes/transparency-service.js";
 import type { TreeStore } from "../changes/transparency-log.js";
 import { encodeEntryBundle, encodeTile, parseTilePath, storedHashesInTile, tileWidth, TILE_WIDTH } from "../transparency/tiles.js";
-import { negotiateEncoding } from "./compression.js";
-import type { HttpExchange } from "./http-exchange.js";
+import { negotiateEncoding } from "../transport/compression.js";
+import type { HttpExchange } from "../transport/http-exchange.js";
 import type { ExchangeLimit } from "./rate-limit-interceptor.js";
 import { writeRestError } from "./rest-transcoder.js";
-import { errorOf } from "./rpc/rpc-answers.js";
+import { toConnectError } from "./error-mapping.js";
 
 /** Serves the C2SP tlog-tiles paths, or answers undefined for a path that is not one. */
 export type LogFiles = (exchange: HttpExchange) => Promise<void> | undefined;
@@ -46,7 +46,7 @@ export function createLogFiles(options: LogFilesOptions): LogFiles {
       await serve(exchange);
       exchange.observation.code = "ok";
     } catch (error) {
-      await writeRestError(exchange, errorOf(error, options.log), undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
+      await writeRestError(exchange, toConnectError(error, options.log), undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
     }
   }
 

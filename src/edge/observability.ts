@@ -1,67 +1,17 @@
 import { randomUUID } from "node:crypto";
-import type { DescMethod } from "@bufbuild/protobuf";
-import { ConnectError, createContextKey, type ContextValues, type Interceptor, type StreamResponse } from "@connectrpc/connect";
+import { ConnectError, type ContextValues, type Interceptor, type StreamResponse } from "@connectrpc/connect";
 import type { AccessRecord, Logger } from "../logger.js";
 import type { RegistryMetrics } from "../observability/metrics.js";
-import type { ServerSpan, ServerSpans } from "../observability/tracing.js";
+import type { ServerSpans } from "../observability/tracing.js";
 import { createTrustedProxyTest, type ClientAddressResolver } from "./client-address.js";
-import type { HttpExchange, NodeRequest } from "./http-exchange.js";
-import { codeName } from "./status-codes.js";
-
-/**
- * What is known of one call, for its access line and its metrics. The exchange makes it; the
- * protocol code fills it in as it learns (protocol, method, outcome), the handlers add the
- * principal through the call's context values; the observer reads it once the answer has left.
- */
-export class CallObservation {
-  /** "rest", "connect", "grpc" or "grpc-web"; "http" for answers given before any protocol (CORS preflights). */
-  protocol = "http";
-  /** The RPC, "package.Service/Method"; undefined when the request matched none. */
-  method: string | undefined = undefined;
-  /** REST: the route that matched, e.g. "GET /v1/entries/{did}". */
-  route: string | undefined = undefined;
-  /** The outcome as a Connect code name; undefined leaves it to be judged from the HTTP status. */
-  code: string | undefined = undefined;
-  /** The authenticated caller: its token's subject. */
-  principal: string | undefined = undefined;
-  /**
-   * The client's address, read when the call begins: an HTTP/2 stream no longer knows its peer
-   * once the client has closed the connection.
-   */
-  client = "";
-  requestId = "";
-  /** Neither logged nor counted: probes and metrics scrapes, which are no one's calls. */
-  quiet = false;
-  /** The call's server span, when tracing is on; ended with the access line. */
-  span: ServerSpan | undefined = undefined;
-  readonly startedAt = performance.now();
-}
-
-/** Told once per exchange when it is over. */
-export interface ExchangeObserver {
-  /** The answer left with `status`, or (undefined) the client went away before one was sent. */
-  finished(exchange: HttpExchange, status: number | undefined): void;
-}
-
-/** The call's observation, in its context values: how handlers name the principal. */
-export const callObservationKey = createContextKey<CallObservation | undefined>(undefined, { description: "call observation" });
+import { callObservationKey, type CallObservation } from "../transport/call-observation.js";
+import type { ExchangeObserver, HttpExchange, NodeRequest } from "../transport/http-exchange.js";
+import { codeName } from "../transport/status-codes.js";
 
 /** Records the authenticated caller of the call whose context values these are. */
 export function notePrincipal(values: ContextValues, subject: string): void {
   const observation = values.get(callObservationKey);
   if (observation !== undefined) observation.principal = subject;
-}
-
-const methodNames = new WeakMap<DescMethod, string>();
-
-/** "package.Service/Method", the name a method has in logs and metrics. */
-export function rpcName(method: DescMethod): string {
-  let name = methodNames.get(method);
-  if (name === undefined) {
-    name = `${method.parent.typeName}/${method.name}`;
-    methodNames.set(method, name);
-  }
-  return name;
 }
 
 /**

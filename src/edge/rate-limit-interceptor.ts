@@ -6,8 +6,8 @@ import type { Principal } from "../auth/principal.js";
 import type { RateLimitDecision, RateLimiter } from "../rate-limits/rate-limiter.js";
 import { RetryInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { addressKey, clientAddressKey, type ClientAddressResolver } from "./client-address.js";
-import { negotiateEncoding } from "./compression.js";
-import type { HttpExchange } from "./http-exchange.js";
+import { negotiateEncoding } from "../transport/compression.js";
+import type { HttpExchange } from "../transport/http-exchange.js";
 import { writeRestError } from "./rest-transcoder.js";
 
 /**

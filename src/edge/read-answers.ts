@@ -1,8 +1,6 @@
 import { toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
-import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import { createContextKey, type ContextValues } from "@connectrpc/connect";
 import type { ChangeFeed } from "../storage/entry-cache.js";
-import type { UnaryMethod } from "./unary-invoker.js";
+import type { KeptAnswer, ReadAnswers, ReadSlot } from "../transport/kept-answers.js";
 
 /**
  * Answers to reads, kept per request as it arrived (a REST URL, a Connect GET query, an RPC body),
@@ -34,24 +32,6 @@ export interface ReadAnswersOptions {
   readonly onRead?: (kept: boolean) => void;
 }
 
-/** An answer kept for a request: the handler's message and the headers it set. */
-export interface KeptAnswer {
-  readonly message: Message;
-  readonly header: readonly (readonly [string, string])[];
-}
-
-export interface ReadAnswers {
-  /** The slot of a request seen before, or undefined. */
-  find(key: string): ReadSlot | undefined;
-  /** Remembers a request decoded for the first time (or again, after it was forgotten). */
-  remember(key: string, decoded: unknown): ReadSlot;
-  readonly size: number;
-  readonly bytes: number;
-}
-
-/** Longest request remembered: a resolve's key is well under it; larger requests are decoded each time. */
-export const MAX_KEY_CHARS = 2_048;
-
 /** What a kept answer costs besides its encoding, and what a remembered request costs besides its key. */
 const ANSWER_OVERHEAD_BYTES = 512;
 const SLOT_OVERHEAD_BYTES = 256;
@@ -60,7 +40,7 @@ const SLOT_OVERHEAD_BYTES = 256;
  * One remembered request: what it decoded to (the protocol's business), and the answer kept for it
  * while that answer is current.
  */
-export class ReadSlot {
+class StoredReadSlot implements ReadSlot {
   #kept: (KeptAnswer & { readonly tag: string; readonly storedAt: number; readonly bytes: number }) | undefined;
 
   constructor(
@@ -110,10 +90,10 @@ interface ReadAnswerStore {
   changes: number;
   now(): number;
   isCurrent(storedAt: number): boolean;
-  mayKeep(mark: number, slot: ReadSlot): boolean;
+  mayKeep(mark: number, slot: StoredReadSlot): boolean;
   onRead(kept: boolean): void;
-  kept(slot: ReadSlot, tag: string, bytes: number): void;
-  forgot(slot: ReadSlot, tag: string, bytes: number): void;
+  kept(slot: StoredReadSlot, tag: string, bytes: number): void;
+  forgot(slot: StoredReadSlot, tag: string, bytes: number): void;
 }
 
 export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
@@ -122,9 +102,9 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
   const ttlMs = options.ttlMs ?? 60_000;
   const now = options.now ?? Date.now;
   const { changes: feed } = options;
-  const slots = new Map<string, ReadSlot>();
+  const slots = new Map<string, StoredReadSlot>();
   /** The slots holding an answer, by the tag that makes it stale. */
-  const byTag = new Map<string, Set<ReadSlot>>();
+  const byTag = new Map<string, Set<StoredReadSlot>>();
   let bytes = 0;
 
   const store: ReadAnswerStore = {
@@ -161,7 +141,7 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
     },
   });
 
-  function drop(slot: ReadSlot) {
+  function drop(slot: StoredReadSlot) {
     slot.forget();
     slots.delete(slot.key);
     bytes -= slot.bytes;
@@ -170,7 +150,7 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
   function evict() {
     // The Map iterates least recently used first.
     while (slots.size > maxRequests || (bytes > maxBytes && slots.size > 0)) {
-      drop(slots.values().next().value as ReadSlot);
+      drop(slots.values().next().value as StoredReadSlot);
     }
   }
 
@@ -186,7 +166,7 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
     remember(key, decoded) {
       const old = slots.get(key);
       if (old !== undefined) drop(old);
-      const slot = new ReadSlot(key, decoded, SLOT_OVERHEAD_BYTES + 2 * key.length, store);
+      const slot = new StoredReadSlot(key, decoded, SLOT_OVERHEAD_BYTES + 2 * key.length, store);
       slots.set(key, slot);
       bytes += slot.bytes;
       evict();
@@ -199,51 +179,4 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
       return bytes;
     },
   };
-}
-
-/** Whether `target` is marked NO_SIDE_EFFECTS: the same request is always the same read. */
-export function hasNoSideEffects(target: UnaryMethod): boolean {
-  return target.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
-}
-
-/** A request decoded: the method it calls and its message, with whatever else its protocol needs. */
-export interface DecodedRequest {
-  readonly target: UnaryMethod;
-  readonly input: Message;
-}
-
-/**
- * The request `key` names, decoded once: from its slot when it was seen before, else by `decode`,
- * then remembered when it calls a read. Without a cache, or with no key (a request too large to
- * remember), it is decoded every time and has no slot. A remembered message is frozen: it is
- * handed to every later call of the same request, so no handler or interceptor may change it.
- */
-export async function decodeOnce<D extends DecodedRequest>(
-  answers: ReadAnswers | undefined,
-  key: string | undefined,
-  decode: () => Promise<D> | D,
-): Promise<{ decoded: D; slot?: ReadSlot }> {
-  if (answers === undefined || key === undefined || key.length > MAX_KEY_CHARS) return { decoded: await decode() };
-  const seen = answers.find(key);
-  if (seen !== undefined) return { decoded: seen.decoded as D, slot: seen };
-  const decoded = await decode();
-  if (!hasNoSideEffects(decoded.target)) return { decoded };
-  Object.freeze(decoded.input);
-  return { decoded, slot: answers.remember(key, decoded) };
-}
-
-/** The tag an answer is kept under, set by its handler. */
-const keptTagKey = createContextKey<string | undefined>(undefined, { description: "kept answer tag" });
-
-/**
- * Called by a read's handler: its answer may be kept for the same request until `tag` changes (or
- * the backstop expires). Handlers that never call it have their answers computed every time.
- */
-export function keepAnswer(values: ContextValues, tag: string): void {
-  values.set(keptTagKey, tag);
-}
-
-/** The tag a handler kept its answer under, if it did. */
-export function keptAnswerTag(values: ContextValues): string | undefined {
-  return values.get(keptTagKey);
 }

@@ -10,7 +10,7 @@ import type { DiscoveryService } from "../discovery/discovery-service.js";
 import type { JsonValue } from "../discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../errors.js";
 import { notePrincipal } from "./observability.js";
-import { keepAnswer } from "./read-answers.js";
+import { keepAnswer } from "../transport/kept-answers.js";
 import { parseEntryDid } from "../domain/entry-did.js";
 import type { WriteLimit } from "./rate-limit-interceptor.js";
 import { EntrySchema, type Entry, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";

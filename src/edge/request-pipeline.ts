@@ -6,15 +6,15 @@ import { handResponseToAdapter } from "./feed-stream-guard.js";
 import { applyCors } from "./cors.js";
 import type { LogFiles } from "./log-files.js";
 import type { ErrorLogger } from "./error-mapping.js";
-import { exchangeFromNode, exchangeFromStream, type ExchangeHooks, type HttpExchange, type NodeRequest, type NodeResponse } from "./http-exchange.js";
+import { exchangeFromNode, exchangeFromStream, type ExchangeHooks, type HttpExchange, type NodeRequest, type NodeResponse } from "../transport/http-exchange.js";
 import { handToAdapter, type CallObserver } from "./observability.js";
 import { createApiDocs } from "./openapi/api-docs.js";
 import { createOpenApiDocument } from "./openapi/openapi-document.js";
 import { writeJson, type RestRoute } from "./rest-transcoder.js";
-import { connectUnaryCodec, errorBody, serveConnectUnary } from "./rpc/connect-protocol.js";
-import { answerGrpcUnimplemented, grpcVariant, serveGrpcUnary } from "./rpc/grpc-protocol.js";
-import type { RpcContext } from "./rpc/rpc-context.js";
-import type { UnaryMethod } from "./unary-invoker.js";
+import { connectUnaryCodec, errorBody, serveConnectUnary } from "../transport/connect-protocol.js";
+import { answerGrpcUnimplemented, grpcVariant, serveGrpcUnary } from "../transport/grpc-protocol.js";
+import type { RpcContext } from "../transport/rpc-context.js";
+import type { UnaryMethod } from "../transport/unary-method.js";
 
 export interface RequestPipelineOptions {
   readonly corsOrigins: readonly string[];

@@ -19,19 +19,20 @@ import { BadRequestSchema, RetryInfoSchema } from "../../gen/google/rpc/error_de
 import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import { rest_success_status } from "../../gen/registry/v1/rest_options_pb.js";
 import { InvalidArgumentError } from "../errors.js";
-import { decompress, DecompressionError, negotiateEncoding } from "./compression.js";
-import type { ErrorLogger } from "./error-mapping.js";
-import { answerConditionally } from "./http-caching.js";
-import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "./http-exchange.js";
-import { rpcName } from "./observability.js";
-import { decodeOnce, type ReadAnswers } from "./read-answers.js";
+import { decompress, DecompressionError, negotiateEncoding } from "../transport/compression.js";
+import { toConnectError, type ErrorLogger } from "./error-mapping.js";
+import { answerConditionally } from "../transport/http-caching.js";
+import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "../transport/http-exchange.js";
+import { rpcName } from "../transport/call-observation.js";
+import { decodeOnce, type ReadAnswers } from "../transport/kept-answers.js";
 import { matchPathTemplate, parsePathTemplate, PathEncodingError, type PathTemplate } from "./path-template.js";
-import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc/rpc-answers.js";
+import { addHeaders, requestEncoding, sendBody, UnsupportedEncodingError } from "../transport/rpc-answers.js";
 import { decodeUtf8, messageFromJson, parseJson } from "./rpc/message-codec.js";
 import { cachedJsonBytes, responseJson } from "./rpc/reused-encodings.js";
 import { unaryMethodsByPath, type ServedService } from "./served-services.js";
-import { codeName, httpStatusOf } from "./status-codes.js";
-import type { UnaryInvoker, UnaryMethod } from "./unary-invoker.js";
+import { codeName, httpStatusOf } from "../transport/status-codes.js";
+import type { UnaryInvoker } from "../transport/unary-invoker.js";
+import type { UnaryMethod } from "../transport/unary-method.js";
 
 /** One REST route, derived from an RPC's google.api.http annotation. */
 export interface RestRoute {
@@ -157,7 +158,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
         const code = error.status === 404 ? Code.NotFound : Code.Unimplemented;
         await writeRestError(exchange, new ConnectError(error.message, code), error.status, headers, encoding);
       } else {
-        await writeRestError(exchange, errorOf(error, options.log), restStatusOf(error), {}, encoding);
+        await writeRestError(exchange, toConnectError(error, options.log), restStatusOf(error), {}, encoding);
       }
     }
   }

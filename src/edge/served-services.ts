@@ -1,6 +1,6 @@
 import type { DescService } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
-import type { UnaryMethod } from "./unary-invoker.js";
+import type { UnaryMethod } from "../transport/unary-method.js";
 
 /** A served service and its implementation, as registered on every protocol. */
 export interface ServedService {

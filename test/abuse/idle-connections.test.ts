@@ -3,7 +3,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { addressKey } from "../../src/edge/protocol-server.js";
+import { addressKey } from "../../src/edge/client-address.js";
 import { startTestRegistry, type TestRegistry } from "../support/registry-fixture.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 

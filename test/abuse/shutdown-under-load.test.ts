@@ -3,7 +3,7 @@ import http2 from "node:http2";
 import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SHUTDOWN_LINGER_MS } from "../../src/edge/protocol-server.js";
+import { SHUTDOWN_LINGER_MS } from "../../src/transport/protocol-server.js";
 import {
   childEnv,
   freePort,

@@ -1,7 +1,7 @@
 import { create, toBinary, type DescMessage, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
-import { encodeBinary, writesDirectly } from "../../src/edge/rpc/fast-binary.js";
+import { encodeBinary, writesDirectly } from "../../src/transport/fast-binary.js";
 import { seededRandom } from "../support/seeded-random.js";
 import { ChangeSchema, ListChangesResponseSchema } from "../../gen/registry/v1/change_feed_service_pb.js";
 import { EntrySchema, EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";

@@ -1,7 +1,7 @@
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { exchangeFromStream } from "../../src/edge/http-exchange.js";
+import { exchangeFromStream } from "../../src/transport/http-exchange.js";
 
 /**
  * node keeps an HTTP/2 stream's objects alive after the stream closes, until an old-generation

@@ -1,6 +1,6 @@
 import { getTextEncoding } from "@bufbuild/protobuf/wire";
 import { describe, expect, it } from "vitest";
-import { useNodeTextEncoding } from "../../src/edge/rpc/node-text-encoding.js";
+import { useNodeTextEncoding } from "../../src/transport/node-text-encoding.js";
 
 describe("protobuf string encoding through Buffer", () => {
   it("writes the same UTF-8 bytes as TextEncoder, lone surrogates included", () => {

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { create, type Message } from "@bufbuild/protobuf";
-import { createReadAnswers, type ReadAnswers } from "../../src/edge/read-answers.js";
+import { createReadAnswers } from "../../src/edge/read-answers.js";
+import type { ReadAnswers } from "../../src/transport/kept-answers.js";
 import type { ChangeFeed, ChangeListener } from "../../src/storage/entry-cache.js";
 import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";

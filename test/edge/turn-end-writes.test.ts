@@ -2,8 +2,8 @@ import http from "node:http";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
-import { exchangeFromNode, exchangeFromStream, type ExchangeHooks, type HttpExchange } from "../../src/edge/http-exchange.js";
-import { sendAtTurnEnd } from "../../src/edge/turn-end-writes.js";
+import { exchangeFromNode, exchangeFromStream, type ExchangeHooks, type HttpExchange } from "../../src/transport/http-exchange.js";
+import { sendAtTurnEnd } from "../../src/transport/turn-end-writes.js";
 
 describe("sendAtTurnEnd", () => {
   it("sends the answers of one turn together, in order, once the turn's other work is done", async () => {

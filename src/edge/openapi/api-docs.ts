@@ -2,9 +2,9 @@ import { readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { compress, COMPRESS_MIN_BYTES, negotiateEncoding, type Encoding } from "../compression.js";
-import { answerConditionally, codedEntityTag } from "../http-caching.js";
-import type { HttpExchange, ResponseHeaders } from "../http-exchange.js";
+import { compress, COMPRESS_MIN_BYTES, negotiateEncoding, type Encoding } from "../../transport/compression.js";
+import { answerConditionally, codedEntityTag } from "../../transport/http-caching.js";
+import type { HttpExchange, ResponseHeaders } from "../../transport/http-exchange.js";
 import { openApiText } from "./openapi-document.js";
 
 /**

@@ -2,7 +2,7 @@ import { ScalarType, type DescEnum, type DescField, type DescMessage, type JsonO
 import type { PathTemplate } from "../path-template.js";
 import type { RestRoute } from "../rest-transcoder.js";
 import { bearerSchemeOf, isRateLimited } from "../method-policies.js";
-import { CODE_NAMES } from "../status-codes.js";
+import { CODE_NAMES } from "../../transport/status-codes.js";
 
 /**
  * The OpenAPI 3.1 description of the REST routes, built from the same route table (and so the

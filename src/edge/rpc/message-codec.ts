@@ -1,17 +1,8 @@
-import {
-  create,
-  fromBinary,
-  fromJson,
-  toBinary,
-  type DescMessage,
-  type JsonValue,
-  type Message,
-} from "@bufbuild/protobuf";
-import { anyPack } from "@bufbuild/protobuf/wkt";
-import type { ConnectError } from "@connectrpc/connect";
+import { fromBinary, fromJson, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { InvalidArgumentError } from "../../errors.js";
-import { StatusSchema } from "../../../gen/google/rpc/status_pb.js";
+import type { MessageCodec } from "../../transport/message-codec.js";
 import { findProtoKeyInJson, findProtoKeyInWire } from "../struct-keys.js";
+import { responseBinaryBytes, responseJsonBytes } from "./reused-encodings.js";
 
 const strictUtf8 = new TextDecoder("utf-8", { fatal: true });
 
@@ -59,27 +50,13 @@ export function messageFromBinary<T extends DescMessage>(schema: T, bytes: Uint8
   }
 }
 
-export { responseBinaryBytes as messageToBinary, responseJsonBytes as messageToJson } from "./reused-encodings.js";
-
-/** The google.rpc.Status of an error, as gRPC's grpc-status-details-bin carries it. */
-export function statusOf(error: ConnectError): Uint8Array {
-  const status = create(StatusSchema, {
-    code: error.code,
-    message: error.rawMessage,
-    details: error.details.map((detail) =>
-      "desc" in detail
-        ? anyPack(detail.desc, create(detail.desc, detail.value))
-        : { typeUrl: `type.googleapis.com/${detail.type}`, value: detail.value },
-    ),
-  });
-  return toBinary(StatusSchema, status);
-}
-
-/** An error's details as type name and binary value, whichever form they were made in. */
-export function detailsOf(error: ConnectError): { type: string; value: Uint8Array }[] {
-  return error.details.map((detail) =>
-    "desc" in detail
-      ? { type: detail.desc.typeName, value: toBinary(detail.desc, create(detail.desc, detail.value)) }
-      : { type: detail.type, value: detail.value },
-  );
-}
+/**
+ * The registry's codec for the RPC protocols: "__proto__" keys refused and bad input named by
+ * field (invalid_argument), answers encoded once per message and reused (reused-encodings.ts).
+ */
+export const registryMessageCodec: MessageCodec = Object.freeze({
+  readBinary: messageFromBinary,
+  readJson: (schema: DescMessage, bytes: Uint8Array) => messageFromJson(schema, parseJson(decodeUtf8(bytes))),
+  writeBinary: responseBinaryBytes,
+  writeJson: responseJsonBytes,
+});

@@ -1,6 +1,6 @@
 import { toJson, toJsonString, type DescField, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
-import { encodeBinary } from "./fast-binary.js";
+import { encodeBinary } from "../../transport/fast-binary.js";
 
 /**
  * Response encodings that reuse the encodings of the messages inside them. Implementations hand

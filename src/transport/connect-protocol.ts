@@ -1,17 +1,17 @@
 import type { Message } from "@bufbuild/protobuf";
 import { base64Encode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ACCEPT_ENCODING, decompress, negotiateEncoding, type Encoding } from "../compression.js";
-import type { HttpExchange } from "../http-exchange.js";
-import { rpcName } from "../observability.js";
-import { answerConditionally } from "../http-caching.js";
-import { decodeOnce, hasNoSideEffects, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "../read-answers.js";
-import { codeName, httpStatusOf } from "../status-codes.js";
-import type { UnaryMethod } from "../unary-invoker.js";
-import type { RpcContext } from "./rpc-context.js";
+import { rpcName } from "./call-observation.js";
+import { ACCEPT_ENCODING, decompress, negotiateEncoding, type Encoding } from "./compression.js";
+import { answerConditionally } from "./http-caching.js";
+import type { HttpExchange } from "./http-exchange.js";
+import { decodeOnce, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "./kept-answers.js";
+import { detailsOf } from "./message-codec.js";
 import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc-answers.js";
-import { decodeUtf8, detailsOf, messageFromBinary, messageFromJson, messageToBinary, messageToJson, parseJson } from "./message-codec.js";
+import type { RpcContext } from "./rpc-context.js";
+import { codeName, httpStatusOf } from "./status-codes.js";
 import { parseConnectTimeout } from "./timeouts.js";
+import { hasNoSideEffects, type UnaryMethod } from "./unary-method.js";
 
 /**
  * Connect's unary protocol (connectrpc.com/docs/protocol): POST with the message as the body, or
@@ -54,7 +54,7 @@ export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange,
     const { decoded, slot } = await readInput(rpc, exchange, target, codec, query);
     outcome = await rpc.invoke(target, decoded.input, { exchange, protocolName: "connect", timeoutMs: timeout, read: slot });
   } catch (error) {
-    outcome = { ok: false as const, error: errorOf(error, rpc.log) };
+    outcome = { ok: false as const, error: errorOf(error, rpc.mapError) };
   }
   observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
   if (exchange.done) return;
@@ -66,7 +66,7 @@ export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange,
     return;
   }
   const headers = addHeaders(addHeaders({}, outcome.header), outcome.trailer, "trailer-");
-  const body = codec === "proto" ? messageToBinary(target.method.output, outcome.message) : messageToJson(target.method.output, outcome.message);
+  const body = codec === "proto" ? rpc.codec.writeBinary(target.method.output, outcome.message) : rpc.codec.writeJson(target.method.output, outcome.message);
   if (isGet && answerConditionally(exchange, headers, body)) return;
   await sendBody(exchange, 200, headers, body, codec === "proto" ? "application/proto" : "application/json", responseEncoding);
 }
@@ -77,7 +77,7 @@ function getCodec(query: URLSearchParams): "json" | "proto" | undefined {
 }
 
 /**
- * The request message, decoded once per distinct request of a read (see read-answers.ts): a GET is
+ * The request message, decoded once per distinct request of a read (see kept-answers.ts): a GET is
  * its URL, a POST its path, codec, content coding and body bytes.
  */
 async function readInput(
@@ -111,11 +111,12 @@ async function decodeMessage(
   encoding: Encoding | undefined,
 ): Promise<Message> {
   const bytes = encoding === undefined ? body : await decompress(encoding, body, rpc.maxBodyBytes);
-  if (codec === "proto") return messageFromBinary(target.method.input, bytes);
+  if (codec === "proto") return rpc.codec.readBinary(target.method.input, bytes);
   // An empty JSON body is the empty message, as Connect's own clients send for GET-less calls.
-  if (bytes.byteLength === 0) return messageFromJson(target.method.input, {});
-  return messageFromJson(target.method.input, parseJson(decodeUtf8(bytes)));
+  return rpc.codec.readJson(target.method.input, bytes.byteLength === 0 ? EMPTY_JSON_OBJECT : bytes);
 }
+
+const EMPTY_JSON_OBJECT = Buffer.from("{}");
 
 function unimplementedGet(): ConnectError {
   return new ConnectError("this method has side effects: call it with POST", Code.Unimplemented);

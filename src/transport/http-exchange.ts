@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from "node:http";
 import http2, { type Http2ServerRequest, type Http2ServerResponse, type ServerHttp2Stream } from "node:http2";
-import { CallObservation, type ExchangeObserver } from "./observability.js";
+import { CallObservation } from "./call-observation.js";
 import { sendAtTurnEnd, type PendingAnswer } from "./turn-end-writes.js";
 
 /** Response headers by lower-case name. */
@@ -51,6 +51,12 @@ export interface HttpExchange {
   nodeObjects(): { req: NodeRequest; res: NodeResponse };
   /** What the access log and the metrics record of this call; protocol code fills it in. */
   readonly observation: CallObservation;
+}
+
+/** Told once per exchange when it is over. */
+export interface ExchangeObserver {
+  /** The answer left with `status`, or (undefined) the client went away before one was sent. */
+  finished(exchange: HttpExchange, status: number | undefined): void;
 }
 
 /** What every exchange of a server reports to. */

@@ -10,16 +10,10 @@ import {
   type UnaryRequest,
   type UnaryResponse,
 } from "@connectrpc/connect";
+import { callObservationKey } from "./call-observation.js";
 import type { HttpExchange } from "./http-exchange.js";
-import { callObservationKey } from "./observability.js";
-import { keptAnswerTag, type ReadSlot } from "./read-answers.js";
-
-/** A unary method and the function that implements it. */
-export interface UnaryMethod {
-  readonly service: DescService;
-  readonly method: DescMethodUnary;
-  readonly impl: (request: never, context: HandlerContext) => unknown;
-}
+import { keptAnswerTag, type ReadSlot } from "./kept-answers.js";
+import type { UnaryMethod } from "./unary-method.js";
 
 /** How one call arrived. */
 export interface UnaryCall {
@@ -28,7 +22,7 @@ export interface UnaryCall {
   readonly protocolName: string;
   /** The caller's deadline, in milliseconds from now, when its protocol sent one. */
   readonly timeoutMs?: number;
-  /** Where this request's answer may be kept, or is (see read-answers.ts): a read seen before. */
+  /** Where this request's answer may be kept, or is (see kept-answers.ts): a read seen before. */
   readonly read?: ReadSlot;
 }
 

@@ -1,9 +1,8 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { toConnectError, type ErrorLogger } from "../error-mapping.js";
-import type { HttpExchange, ResponseHeaders } from "../http-exchange.js";
-import { codedEntityTag } from "../http-caching.js";
-import { compress, COMPRESS_MIN_BYTES, DecompressionError, isSupportedEncoding, type Encoding } from "../compression.js";
-import { BodyTooLargeError } from "../http-exchange.js";
+import { compress, COMPRESS_MIN_BYTES, DecompressionError, isSupportedEncoding, type Encoding } from "./compression.js";
+import { codedEntityTag } from "./http-caching.js";
+import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "./http-exchange.js";
+import type { ErrorMapper } from "./rpc-context.js";
 
 /**
  * Pieces every protocol's answer is made of: headers and trailers as plain objects, errors
@@ -19,17 +18,23 @@ export function addHeaders(target: ResponseHeaders, source: Headers | undefined,
 }
 
 /**
- * Any failure before or around a call as a ConnectError: domain errors through the one mapping,
- * a body over the limit as resource_exhausted, a bad compressed body as invalid_argument.
+ * Any failure before or around a call as a ConnectError: a body over the limit as
+ * resource_exhausted, a bad compressed body as invalid_argument, anything else through `mapError`.
  */
-export function errorOf(error: unknown, log: ErrorLogger): ConnectError {
+export function errorOf(error: unknown, mapError: ErrorMapper): ConnectError {
+  if (error instanceof ConnectError) return error;
+  return transportErrorOf(error) ?? mapError(error);
+}
+
+/** The ConnectError of a failure the transport itself raises (body limits, content codings), if it is one. */
+export function transportErrorOf(error: unknown): ConnectError | undefined {
   if (error instanceof BodyTooLargeError) {
     return new ConnectError(`body: ${error.message}`, Code.ResourceExhausted);
   }
   if (error instanceof DecompressionError) {
     return new ConnectError(`body: ${error.message}`, error.tooLarge ? Code.ResourceExhausted : Code.InvalidArgument);
   }
-  return toConnectError(error, log);
+  return undefined;
 }
 
 /** A request body in a coding the server does not read: unimplemented (REST: 415). */

@@ -22,6 +22,12 @@ const OUTER_PATHS = ["src/storage/", "src/edge/", "src/cli/", "src/observability
 /** Database and cache clients: only src/storage (and the instrumentation that watches knex) may use them. */
 const DRIVER_PACKAGES = ["knex", "pg", "@electric-sql/pglite", "redis", "@redis", "ioredis"];
 
+/**
+ * The transport (protocol server, exchange, invoker, framing) stands alone: it knows node, Connect
+ * and protobuf, and nothing of the registry, so it can be read, tested and upgraded on its own.
+ */
+const TRANSPORT_PACKAGES = ["@connectrpc/connect", "@bufbuild/protobuf"];
+
 /** Libraries that only compute; the domain may use these and no other package. */
 const PURE_PACKAGES = ["@noble/ed25519", "@scure/base", "canonicalize", "semver"];
 
@@ -133,6 +139,52 @@ function domainViolation(site: ImportSite): string | undefined {
   return undefined;
 }
 
+/** What is wrong with an import from src/transport, if anything. */
+function transportViolation(site: ImportSite): string | undefined {
+  if (site.target !== undefined) return site.target.startsWith("src/transport/") ? undefined : "the transport imports only its own files";
+  if (isBuiltin(site.specifier) || TRANSPORT_PACKAGES.some((name) => isPackage(site.specifier, name))) return undefined;
+  return `the transport uses node, ${TRANSPORT_PACKAGES.join(" and ")} only`;
+}
+
+/**
+ * The files that import each other in a circle, one list per circle: each strongly connected
+ * component of the import graph (Tarjan's algorithm) larger than one file, or a file importing itself.
+ */
+function importCycles(files: readonly string[]): string[][] {
+  const edges = new Map(files.map((file) => [file, new Set(importsOf(file).flatMap((site) => (site.target === undefined ? [] : [site.target])))]));
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file)!);
+    stack.push(file);
+    onStack.add(file);
+    for (const next of edges.get(file)!) {
+      if (!edges.has(next)) continue;
+      if (!index.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(file, Math.min(low.get(file)!, index.get(next)!));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== file);
+    if (component.length > 1 || edges.get(file)!.has(file)) cycles.push(component.sort());
+  };
+  for (const file of files) if (!index.has(file)) visit(file);
+  return cycles;
+}
+
 function violations(folders: readonly string[], rule: (site: ImportSite) => string | undefined): string[] {
   return folders
     .flatMap(sourceFiles)
@@ -165,5 +217,18 @@ describe("dependencies point inwards", () => {
 
   it("the domain imports only itself, src/errors.ts, deterministic node:crypto functions and libraries that compute", () => {
     expect(violations(["src/domain"], domainViolation)).toEqual([]);
+  });
+
+  it("the transport imports only itself, node, @connectrpc/connect and @bufbuild/protobuf", () => {
+    expect(violations(["src/transport"], transportViolation)).toEqual([]);
+    // The rule sees a violation where one would be: the edge's imports of the registry's errors.
+    expect(importsOf("src/edge/error-mapping.ts").map(transportViolation)).toContain("the transport imports only its own files");
+  });
+
+  it("the cycle finder finds a circle, and no file in src/ imports itself through others", () => {
+    // test/architecture/fixtures: a.ts imports b.ts imports c.ts imports a.ts; d.ts imports a.ts.
+    const fixtures = sourceFiles("test/architecture/fixtures/import-cycle");
+    expect(importCycles(fixtures)).toEqual([fixtures.filter((file) => !file.endsWith("d.ts"))]);
+    expect(importCycles(sourceFiles("src"))).toEqual([]);
   });
 });

@@ -1,16 +1,16 @@
 import type { Message } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
-import { ACCEPT_ENCODING, compress, COMPRESS_MIN_BYTES, decompress, negotiateEncoding, type Encoding } from "../compression.js";
-import type { HttpExchange, ResponseHeaders } from "../http-exchange.js";
-import { rpcName } from "../observability.js";
-import { codeName } from "../status-codes.js";
-import type { UnaryMethod } from "../unary-invoker.js";
-import type { RpcContext } from "./rpc-context.js";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import { rpcName } from "./call-observation.js";
+import { ACCEPT_ENCODING, compress, COMPRESS_MIN_BYTES, decompress, negotiateEncoding, type Encoding } from "./compression.js";
 import { COMPRESSED_FLAG, decodeSingleEnvelope, encodeEnvelope, TRAILER_FLAG } from "./envelope.js";
+import type { HttpExchange, ResponseHeaders } from "./http-exchange.js";
+import { decodeOnce, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "./kept-answers.js";
 import { addHeaders, errorOf, requestEncoding } from "./rpc-answers.js";
-import { decodeOnce, hasNoSideEffects, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "../read-answers.js";
-import { decodeUtf8, messageFromBinary, messageFromJson, messageToBinary, messageToJson, parseJson, statusOf } from "./message-codec.js";
+import type { RpcContext } from "./rpc-context.js";
+import { codeName } from "./status-codes.js";
 import { parseGrpcTimeout } from "./timeouts.js";
+import { hasNoSideEffects, type UnaryMethod } from "./unary-method.js";
 
 /**
  * gRPC over HTTP/2 (github.com/grpc/grpc: doc/PROTOCOL-HTTP2.md) and gRPC-Web
@@ -58,7 +58,7 @@ export async function serveGrpcUnary(
     const { decoded, slot } = await readInput(rpc, exchange, target, variant);
     outcome = await rpc.invoke(target, decoded.input, { exchange, protocolName, timeoutMs: timeout, read: slot });
   } catch (error) {
-    outcome = { ok: false as const, error: errorOf(error, rpc.log) };
+    outcome = { ok: false as const, error: errorOf(error, rpc.mapError) };
   }
   observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
   if (exchange.done) return;
@@ -71,7 +71,7 @@ export async function serveGrpcUnary(
     else exchange.respond(200, { ...headers, ...status });
     return;
   }
-  const payload = variant.codec === "proto" ? messageToBinary(target.method.output, outcome.message) : messageToJson(target.method.output, outcome.message);
+  const payload = variant.codec === "proto" ? rpc.codec.writeBinary(target.method.output, outcome.message) : rpc.codec.writeJson(target.method.output, outcome.message);
   const message = await envelopeOf(payload, responseEncoding);
   if (message.encoding !== undefined) headers["grpc-encoding"] = message.encoding;
   const trailers = addHeaders({ "grpc-status": "0" }, outcome.trailer);
@@ -111,7 +111,7 @@ function respondWeb(exchange: HttpExchange, variant: GrpcVariant, headers: Respo
 }
 
 /**
- * The request message, decoded once per distinct request of a read (see read-answers.ts): what
+ * The request message, decoded once per distinct request of a read (see kept-answers.ts): what
  * decoding depends on is the path, the variant, the coding named and the body bytes.
  */
 async function readInput(
@@ -137,8 +137,7 @@ async function decodeBody(rpc: RpcContext, target: UnaryMethod, variant: GrpcVar
   } else if (payload.byteLength > rpc.maxBodyBytes) {
     throw new ConnectError(`body: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
   }
-  if (variant.codec === "proto") return messageFromBinary(target.method.input, payload);
-  return messageFromJson(target.method.input, parseJson(decodeUtf8(payload)));
+  return variant.codec === "proto" ? rpc.codec.readBinary(target.method.input, payload) : rpc.codec.readJson(target.method.input, payload);
 }
 
 /**
@@ -156,9 +155,12 @@ function decodeBase64Chunks(body: Buffer): Buffer {
 
 /** The status of an error as gRPC headers: code, percent-encoded message, google.rpc.Status. */
 function statusFields(target: ResponseHeaders, error: ConnectError): void {
-  target["grpc-status"] = String(error.code);
+  setTrailerStatus(new Headers(), error).forEach((value, name) => {
+    target[name] = value;
+  });
+  // Connect encodes with encodeURIComponent; grpc-js decodes with decodeURI, which would leave
+  // "%3A" and "%40" in the text a person reads: only what the spec requires is encoded here.
   target["grpc-message"] = percentEncode(error.rawMessage);
-  if (error.details.length > 0) target["grpc-status-details-bin"] = Buffer.from(statusOf(error)).toString("base64");
 }
 
 /** grpc-message's encoding: UTF-8, with bytes outside printable ASCII and "%" as %XX. */

@@ -2,11 +2,6 @@ import http from "node:http";
 import http2 from "node:http2";
 import net from "node:net";
 import type { AddressInfo, Socket } from "node:net";
-import type { RegistryConfig } from "../config.js";
-import { addressKey, createTrustedProxyTest } from "./client-address.js";
-
-/** The connection cap and the per-address limits key clients alike (client-address.ts). */
-export { addressKey } from "./client-address.js";
 
 /** Where requests go: HTTP/1.1 requests, and HTTP/2 streams (served without node's compatibility layer). */
 export interface RequestHandlers {
@@ -15,17 +10,18 @@ export interface RequestHandlers {
 }
 
 /** What the front enforces on every connection; the settings are described in docs/operations.md. */
-export type ConnectionLimits = Pick<
-  RegistryConfig,
-  | "firstBytesTimeoutMs"
-  | "headersTimeoutMs"
-  | "requestTimeoutMs"
-  | "idleTimeoutMs"
-  | "http2PingIntervalMs"
-  | "maxConnectionsPerIp"
-  | "maxConnections"
-  | "trustProxy"
->;
+export interface ConnectionLimits {
+  readonly firstBytesTimeoutMs: number;
+  readonly headersTimeoutMs: number;
+  readonly requestTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  /** 0: no pings. */
+  readonly http2PingIntervalMs: number;
+  /** Open connections one address (see `addressKeyOf`) may hold; 0: no cap. */
+  readonly maxConnectionsPerIp: number;
+  /** Open connections in all; 0: no cap. */
+  readonly maxConnections: number;
+}
 
 /**
  * Why the front closed a connection against its peer's will: a cap that refused it, or a
@@ -41,6 +37,15 @@ export type ConnectionRefusal =
 
 /** Told of every connection the front refuses or times out. */
 export type RefusalObserver = (reason: ConnectionRefusal) => void;
+
+export interface ProtocolServerOptions {
+  readonly onRefusal?: RefusalObserver;
+  /**
+   * The key a peer's connections are counted under for the per-address cap (an IPv6 /64 for
+   * one), or undefined for a peer the cap exempts (a trusted proxy). By default, the address.
+   */
+  readonly addressKeyOf?: (address: string) => string | undefined;
+}
 
 export interface ProtocolServer {
   listen(port: number, host: string): Promise<AddressInfo>;
@@ -115,14 +120,14 @@ interface Connection {
 export function createProtocolServer(
   handlers: RequestHandlers,
   limits: ConnectionLimits,
-  onRefusal: RefusalObserver = () => {},
+  options: ProtocolServerOptions = {},
 ): ProtocolServer {
+  const { onRefusal = () => {}, addressKeyOf = (address: string) => address } = options;
   // Advertised in Keep-Alive headers; the sweep enforces it (node's own timer restarts on every byte).
   const h1 = http.createServer({ keepAliveTimeout: limits.idleTimeoutMs });
   const h2 = http2.createServer({ settings: { maxConcurrentStreams: HTTP2_MAX_CONCURRENT_STREAMS } });
   const connections = new Map<Socket, Connection>();
   const perAddress = new Map<string, number>();
-  const isTrustedProxy = createTrustedProxyTest(limits.trustProxy);
   let closingSince: number | undefined;
   let handingOver: Connection | undefined;
   /** When the listener last handed over a connection (including ones refused at once). */
@@ -211,7 +216,7 @@ export function createProtocolServer(
   /** Registers a new connection, or closes it at once when its address already has its share. */
   function admit(socket: Socket): Connection | undefined {
     const address = socket.remoteAddress ?? "";
-    const key = limits.maxConnectionsPerIp > 0 && !isTrustedProxy(address) ? addressKey(address) : undefined;
+    const key = limits.maxConnectionsPerIp > 0 ? addressKeyOf(address) : undefined;
     if (key !== undefined) {
       const open = perAddress.get(key) ?? 0;
       if (open >= limits.maxConnectionsPerIp) {

@@ -1,0 +1,19 @@
+import type { ConnectError } from "@connectrpc/connect";
+import type { ReadAnswers } from "./kept-answers.js";
+import type { MessageCodec } from "./message-codec.js";
+import type { UnaryInvoker } from "./unary-invoker.js";
+
+/** Turns what a request failed with (before or around its call) into the error its client reads. */
+export type ErrorMapper = (error: unknown) => ConnectError;
+
+/** What every protocol's server needs besides the exchange: how to call, decode, limit and fail. */
+export interface RpcContext {
+  readonly invoke: UnaryInvoker;
+  readonly codec: MessageCodec;
+  /** Answers kept for reads seen before; absent, every request is decoded and run. */
+  readonly answers?: ReadAnswers;
+  /** Largest request body (after decompression) accepted. */
+  readonly maxBodyBytes: number;
+  /** Errors the transport does not know itself (the service's own, and unexpected ones, logged). */
+  readonly mapError: ErrorMapper;
+}
