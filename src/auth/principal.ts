@@ -12,7 +12,7 @@ export interface Principal {
 export function canPublish(principal: Principal, entryType: string): boolean {
   return (
     principal.scopes.includes(PUBLISH_SCOPE_PREFIX + entryType) ||
-    principal.scopes.includes(PUBLISH_SCOPE_PREFIX + "*")
+    principal.scopes.includes(`${PUBLISH_SCOPE_PREFIX}*`)
   );
 }
 

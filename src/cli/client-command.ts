@@ -24,7 +24,7 @@ export interface ClientCall {
 export async function runClientCommand(
   options: ClientOptions,
   context: CliContext,
-  body: (call: ClientCall) => Promise<number | void>,
+  body: (call: ClientCall) => Promise<number> | Promise<void>,
 ): Promise<number> {
   const json = options.json === true;
   let registry: string;

@@ -20,7 +20,7 @@ export function joinOptionValues(args: readonly string[], options: Readonly<Reco
       break;
     }
     const value = args[index + 1];
-    if (takesValue.has(arg) && value !== undefined && value.startsWith("-") && value !== "--") {
+    if (takesValue.has(arg) && value?.startsWith("-") && value !== "--") {
       joined.push(`${arg}=${value}`);
       index++;
     } else {

@@ -7,7 +7,7 @@ import { isKnownScope, isRootTokenId, knownScopes } from "../auth/root-tokens.js
 import type { RegistryConfig } from "../config.js";
 import { ed25519KeyFromDid } from "../domain/did-key.js";
 import { RegistryError } from "../errors.js";
-import { DatabaseInUseError, migrateToLatest, openDatabase } from "../storage/database.js";
+import { DatabaseInUseError, migrateToLatest, openDatabase, type Database } from "../storage/database.js";
 import { terminal, terminalText } from "./terminal-text.js";
 
 /** Where the command writes; tests pass their own, the CLI the process's streams. */
@@ -175,7 +175,7 @@ async function withRootTokens<T>(
   note: (text: string) => void,
   work: (admin: RootTokenAdmin) => Promise<T>,
 ): Promise<T> {
-  let database;
+  let database: Database;
   try {
     database = await openDatabase({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
   } catch (error) {
@@ -214,7 +214,7 @@ function table(records: readonly RootTokenRecord[]): string {
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   return rows
-    .map((row) => row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd() + "\n")
+    .map((row) => `${row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd()}\n`)
     .join("");
 }
 

@@ -4,7 +4,7 @@
  * OSC on their own), the line and paragraph separators, and the bidi embeddings, overrides and
  * isolates. Every one is also left raw by JSON.stringify, or escaped by it the same way.
  */
-const UNSAFE_FOR_TERMINAL = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+const UNSAFE_FOR_TERMINAL = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/gu;
 
 /** What a composed text keeps: the line breaks and tabs its own lines and columns are made of. */
 const LAYOUT = new Set(["\n", "\t"]);

@@ -119,7 +119,7 @@ export function validateEntry(input: EntryInput, options: EntryRulesOptions): Va
   const okDid = did as Exclude<typeof did, { error: string }>;
   const okVersion = version as Exclude<typeof version, { error: string }>;
   return {
-    entryDid: okDid.baseDid + "@" + okVersion.version,
+    entryDid: `${okDid.baseDid}@${okVersion.version}`,
     baseDid: okDid.baseDid,
     entryType,
     name: okDid.name,

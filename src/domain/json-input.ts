@@ -71,7 +71,7 @@ export function jsonValueProblems(value: unknown, limits: JsonWalkLimits): JsonV
     if (typeof current !== "object" || current === null || path.length >= limits.depth) continue;
     const children: Pending[] = [];
     if (Array.isArray(current)) {
-      current.forEach((item, index) => children.push({ value: item, path: [...path, index] }));
+      for (const [index, item] of current.entries()) children.push({ value: item, path: [...path, index] });
     } else {
       // Object.keys lists an own "__proto__" key, which JSON.parse creates as a plain property.
       for (const key of Object.keys(current)) {

@@ -50,6 +50,7 @@ export async function verifyCheckpoint(note: string, logKey: NoteKey): Promise<V
 export interface LogRecord {
   readonly index: string;
   readonly kind: "entry.created" | "entry.revoked";
+  // biome-ignore lint/suspicious/noExplicitAny: the entry as the log holds it; the signature check and validateEntry vet the fields read
   readonly entry: Record<string, any>;
   readonly latestVersion: string;
   readonly revocation: { did: string; reason: string; signature: string; signer: string } | null;

@@ -91,7 +91,7 @@ export function buildPageQuery(db: Knex | Knex.Transaction, plan: DiscoveryPlan,
   const keys = orderKeys(plan.order);
   const query = db("entries");
   for (const item of selectList) query.select(db.raw(item.sql, bound(item)));
-  keys.forEach((key, index) => query.select(db.raw(`(${key.expression.sql})::text as ${keyAlias(index)}`, bound(key.expression))));
+  for (const [index, key] of keys.entries()) query.select(db.raw(`(${key.expression.sql})::text as ${keyAlias(index)}`, bound(key.expression)));
   if (plan.where !== undefined) {
     const where = filterSql(plan.where);
     query.whereRaw(where.sql, bound(where));

@@ -37,6 +37,7 @@ export function createWalPositions(primary: Database, replicas: readonly Databas
     primary: () => positionOf(primary, PRIMARY_POSITION_SQL),
     async replayedByAll() {
       const replayed = await Promise.all(replicas.map((replica) => positionOf(replica, REPLAYED_POSITION_SQL)));
+      // biome-ignore lint/complexity/useMathMinMax: positions are bigints, which Math.min refuses
       return replayed.reduce((least, position) => (position < least ? position : least));
     },
   };

@@ -10,6 +10,8 @@ const ED25519_TYPE = 0x01;
 const KEY_ID_BYTES = 4;
 const SIGNATURE_BYTES = 64;
 const SIGNATURE_PREFIX = "\u2014 ";
+// biome-ignore lint/suspicious/noControlCharactersInRegex: these characters are what a note may not hold
+const CONTROL_BUT_NEWLINE = /[\u0000-\u0009\u000b-\u001f]/;
 
 export class NoteError extends Error {}
 
@@ -69,7 +71,7 @@ export async function signNote(text: string, signer: NoteSigner, sha256: Sha256)
 
 /** Splits a note into its text and signature lines, refusing anything malformed. */
 export function parseNote(note: string): { text: string; signatures: NoteSignature[] } {
-  if (/[\u0000-\u0009\u000b-\u001f]/.test(note)) throw new NoteError("a note holds no control characters but newlines");
+  if (CONTROL_BUT_NEWLINE.test(note)) throw new NoteError("a note holds no control characters but newlines");
   const split = note.lastIndexOf("\n\n");
   if (split < 0 || !note.endsWith("\n")) throw new NoteError("a note is its text, a blank line and signature lines");
   const text = note.slice(0, split + 1);
@@ -109,7 +111,7 @@ function checkKeyName(name: string): void {
 
 function checkText(text: string): void {
   if (!text.endsWith("\n")) throw new NoteError("a note's text ends with a newline");
-  if (/[\u0000-\u0009\u000b-\u001f]/.test(text)) throw new NoteError("a note holds no control characters but newlines");
+  if (CONTROL_BUT_NEWLINE.test(text)) throw new NoteError("a note holds no control characters but newlines");
 }
 
 function utf8(text: string): Uint8Array {

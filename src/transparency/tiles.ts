@@ -127,7 +127,7 @@ export function storedHashFromTile(tileHashes: readonly Uint8Array[], address: S
 /** A tile's published bytes: its hashes back to back. */
 export function encodeTile(hashes: readonly Uint8Array[]): Uint8Array {
   const bytes = new Uint8Array(hashes.length * HASH_SIZE);
-  hashes.forEach((hash, i) => bytes.set(hash, i * HASH_SIZE));
+  for (const [i, hash] of hashes.entries()) bytes.set(hash, i * HASH_SIZE);
   return bytes;
 }
 

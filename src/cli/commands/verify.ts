@@ -25,13 +25,10 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
         const versioned = did.includes("@") ? did : (await client.resolve(did)).entryDid;
         const logKey = options.logKey ?? (context.env.REGISTRY_LOG_KEY || undefined);
-        let proved;
-        try {
-          proved = await client.proveEntry(versioned, { logKey });
-        } catch (error) {
+        const proved = await client.proveEntry(versioned, { logKey }).catch((error: unknown) => {
           if (error instanceof LogVerificationError) throw new CliFailure(`${versioned} does not verify: ${error.message}`, EXIT.unverified);
           throw error;
-        }
+        });
         const { record, checkpoint } = proved;
         if (!proved.pinned) context.stderr`registry: the log key came from the server itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${proved.logKey}\n`;
         if (json) {
