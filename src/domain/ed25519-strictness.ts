@@ -28,7 +28,7 @@ export function ed25519PublicKeyFault(publicKey: Uint8Array): Ed25519KeyFault | 
 
 /**
  * The canonical encodings of the 8 points whose order divides the cofactor: the multiples of one
- * point of order 8, which generates them all (test/domain/ed25519-strictness.test.ts refuses each
+ * point of order 8, which generates them all (test/domain/ed25519-strictness.unit.test.ts refuses each
  * of docs/signatures.md's 8 as an R).
  */
 const SMALL_ORDER_ENCODINGS: readonly Uint8Array[] = (() => {

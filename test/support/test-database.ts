@@ -1,10 +1,24 @@
 import { randomBytes } from "node:crypto";
+import { accessSync, constants } from "node:fs";
+import { cp, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import pg from "pg";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
 
+/** A migrated database made once per run (database-template.ts), for each test file to copy. */
+export type DatabaseTemplate = { readonly kind: "pglite"; readonly dataDir: string } | { readonly kind: "postgres"; readonly name: string };
+
+declare module "vitest" {
+  export interface ProvidedContext {
+    databaseTemplate: DatabaseTemplate;
+  }
+}
+
 /**
  * A real database for one test file: a fresh Postgres database on the server in DATABASE_URL
- * (created here, dropped afterwards), or else an in-memory PGlite instance.
+ * (created here, dropped afterwards), or else an embedded PGlite database of its own. Both start
+ * as copies of the run's migrated template when the lane made one.
  */
 export interface TestDatabase {
   readonly database: Database;
@@ -16,12 +30,22 @@ export interface TestDatabase {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
   if (serverUrl === undefined || serverUrl === "") {
-    const database = await openDatabase({ dataDir: "memory://" });
+    const dataDir = await seededDataDirectory("registry-test-");
+    const database = await openDatabase({ dataDir: dataDir?.path ?? "memory://" });
     await migrateToLatest(database);
-    return { database, url: undefined, drop: () => database.close() };
+    return {
+      database,
+      url: undefined,
+      async drop() {
+        await database.close();
+        await dataDir?.remove();
+      },
+    };
   }
   const name = `registry_test_${randomBytes(6).toString("hex")}`;
-  await withAdmin(serverUrl, (client) => client.query(`create database ${name}`));
+  const template = await databaseTemplate();
+  const copyOf = template?.kind === "postgres" ? ` template ${template.name}` : "";
+  await withAdmin(serverUrl, (client) => client.query(`create database ${name}${copyOf}`));
   const url = new URL(serverUrl);
   url.pathname = `/${name}`;
   const database = await openDatabase({ databaseUrl: url.toString(), dataDir: "", poolMax: 40 });
@@ -34,6 +58,38 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await withAdmin(serverUrl, (client) => client.query(`drop database if exists ${name} with (force)`));
     },
   };
+}
+
+/**
+ * A new directory for an embedded database (a test's own, or a child process's REGISTRY_DATA_DIR)
+ * holding a copy of the run's migrated template; undefined when the lane made no PGlite template.
+ */
+export async function seededDataDirectory(prefix: string): Promise<{ path: string; remove(): Promise<void> } | undefined> {
+  const template = await databaseTemplate();
+  if (template?.kind !== "pglite") return undefined;
+  const path = await mkdtemp(join(scratchRoot(), prefix));
+  await cp(template.dataDir, path, { recursive: true });
+  return { path, remove: () => rm(path, { recursive: true, force: true }) };
+}
+
+/** The run's template, provided by the lane's global setup; undefined outside vitest or without one. */
+async function databaseTemplate(): Promise<DatabaseTemplate | undefined> {
+  try {
+    const { inject } = await import("vitest");
+    return inject("databaseTemplate");
+  } catch {
+    return undefined;
+  }
+}
+
+/** Where database copies go: memory-backed /dev/shm when the machine has it, so a copy costs no disk writes. */
+export function scratchRoot(): string {
+  try {
+    accessSync("/dev/shm", constants.W_OK);
+    return "/dev/shm";
+  } catch {
+    return tmpdir();
+  }
 }
 
 /** Runs `work` on a one-off connection to the server in `url` (for create/drop database). */

@@ -2,9 +2,10 @@ import { describe, expect, it } from "vitest";
 import { ScalarType } from "@bufbuild/protobuf";
 import { EntrySchema } from "../../gen/registry/v1/entry_pb.js";
 import { ENTRY_FIELDS, fieldSpec, MESSAGE_FIELDS, QUERYABLE_FIELDS, type FieldKind } from "../../src/domain/entry-fields.js";
-import { COLUMN_KINDS } from "../../src/discovery/query-language/columns.js";
+import { checkQuery } from "../../src/discovery/query-language/columns.js";
+import { parseQuery } from "../../src/discovery/query-language/parser.js";
 import { entrySigningPayload } from "../../src/domain/signing-payload.js";
-import { CONDITION_FIELDS } from "../../src/discovery/structured-conditions.js";
+import { structuredQuery } from "../../src/discovery/structured-conditions.js";
 
 /**
  * The field catalogue is the one list of an entry's fields; these tests hold the places that
@@ -30,6 +31,17 @@ function protoShape(field: (typeof EntrySchema.fields)[number]): string {
   if (field.fieldKind === "message") return field.message.typeName;
   if (field.fieldKind !== "scalar") return field.fieldKind;
   return ({ [ScalarType.STRING]: "string", [ScalarType.INT64]: "int64", [ScalarType.BOOL]: "bool" } as Record<number, string>)[field.scalar] ?? "?";
+}
+
+/** What structured discovery says about a condition on `name`, if it refuses the field itself (its value may be wrong). */
+function conditionFieldProblem(name: string): string | undefined {
+  try {
+    structuredQuery({ entryType: "", conditions: [{ field: name, op: "=", value: "x" }] });
+    return undefined;
+  } catch (error) {
+    const message = (error as Error).message;
+    return message.includes("conditions[0].field") ? message : undefined;
+  }
 }
 
 describe("the field catalogue", () => {
@@ -64,11 +76,21 @@ describe("the field catalogue", () => {
     expect(Object.keys(payload).filter((key) => key !== "payloadType").sort()).toEqual([...signedNames].sort());
   });
 
-  it("gives discovery its columns and condition fields, and only queryable ones", () => {
-    expect(COLUMN_KINDS).toEqual(Object.fromEntries(QUERYABLE_FIELDS.map((field) => [field.column, field.kind])));
-    expect(Object.keys(CONDITION_FIELDS)).toEqual(QUERYABLE_FIELDS.map((field) => field.name));
-    expect(Object.keys(COLUMN_KINDS)).not.toContain("signature");
-    expect(Object.keys(COLUMN_KINDS)).toContain("revoked_at");
+  it("lets discovery query exactly the queryable fields, by column in the query language and by name in conditions", () => {
+    for (const field of ENTRY_FIELDS) {
+      const byColumn = () => checkQuery(parseQuery(`SELECT ${field.column} FROM entries`));
+      if (field.queryable) {
+        expect(byColumn, field.column).not.toThrow();
+        expect(conditionFieldProblem(field.name), field.name).toBeUndefined();
+      } else {
+        expect(byColumn, field.column).toThrow(`unknown column '${field.column}'`);
+        expect(conditionFieldProblem(field.name), field.name).toMatch(/conditions\[0\]\.field/);
+      }
+    }
+    // Product rules the catalogue must keep: a signature is no search key; revocation time is.
+    expect(() => checkQuery(parseQuery("SELECT * FROM entries WHERE signature = 'x'"))).toThrow("unknown column 'signature'");
+    expect(() => checkQuery(parseQuery("SELECT * FROM entries WHERE revoked_at IS NULL"))).not.toThrow();
+    expect(conditionFieldProblem("revokedAt")).toBeUndefined();
   });
 
   it("declares each column and name once", () => {

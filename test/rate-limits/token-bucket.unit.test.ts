@@ -3,7 +3,7 @@ import { takeToken, type BucketLimits } from "../../src/rate-limits/gcra.js";
 
 /**
  * The token bucket at the times it really runs at: epoch milliseconds near 2^41, where a double's
- * step is 2^-12 ms and sums of fractional intervals round. (gcra.test.ts checks the arithmetic from
+ * step is 2^-12 ms and sums of fractional intervals round. (gcra.unit.test.ts checks the arithmetic from
  * time 0, where nothing rounds.) Clocks are handed in, so every expectation is exact.
  */
 
