@@ -5,8 +5,9 @@ import { describe, expect, it } from "vitest";
 
 /**
  * Every repository path that README.md and docs/*.md name exists, and every link between them lands
- * on a file and, when it names one, a heading. A doc that names a moved or deleted file fails here,
- * with the doc, the line and the path.
+ * on a file and, when it names one, a heading; so does every `docs/<page>.md#<section>` a comment in
+ * src/ or bench/ links. A doc that names a moved or deleted file fails here, with the doc, the line
+ * and the path.
  */
 
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
@@ -126,6 +127,42 @@ describe("paths named in the docs", () => {
 
   it("reads every doc it is meant to", () => {
     expect(DOCS).toEqual(expect.arrayContaining(["README.md", "docs/architecture.md", "docs/performance.md"]));
+  });
+});
+
+/** A source file's links to a doc's section, `docs/performance.md#creates`. */
+const SECTION_LINK = /docs\/[\w.-]+\.md#[\w-]+/g;
+
+/** The links to doc sections in one source file's text that name no heading, as `file:line link`. */
+function brokenSectionLinks(source: string, file: string): string[] {
+  const broken: string[] = [];
+  source.split("\n").forEach((text, index) => {
+    for (const [link] of text.matchAll(SECTION_LINK)) {
+      const [doc = "", anchor = ""] = link.split("#");
+      const found = existsSync(join(REPO, doc)) && headingAnchors(readFileSync(join(REPO, doc), "utf8")).has(anchor);
+      if (!found) broken.push(`${file}:${index + 1} ${link}`);
+    }
+  });
+  return broken;
+}
+
+const SOURCES = ["src", "bench"].flatMap((folder) =>
+  readdirSync(join(REPO, folder), { recursive: true, encoding: "utf8" })
+    .filter((file) => file.endsWith(".ts"))
+    .map((file) => `${folder}/${file}`),
+);
+
+describe("sections the code links", () => {
+  it("exist", () => {
+    expect(SOURCES.flatMap((file) => brokenSectionLinks(readFileSync(join(REPO, file), "utf8"), file))).toEqual([]);
+  });
+
+  it("are found broken when they name no heading", () => {
+    const source = "// Why: docs/performance.md#creates.\n// And docs/performance.md#no-such-section, docs/gone.md#intro.";
+    expect(brokenSectionLinks(source, "src/sample.ts")).toEqual([
+      "src/sample.ts:2 docs/performance.md#no-such-section",
+      "src/sample.ts:2 docs/gone.md#intro",
+    ]);
   });
 });
 
