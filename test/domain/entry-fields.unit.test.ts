@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ScalarType } from "@bufbuild/protobuf";
 import { EntrySchema } from "../../gen/registry/v1/entry_pb.js";
-import { ENTRY_FIELDS, fieldSpec, MESSAGE_FIELDS, QUERYABLE_FIELDS, type FieldKind } from "../../src/domain/entry-fields.js";
+import { ENTRY_FIELDS, type FieldKind, fieldSpec, MESSAGE_FIELDS } from "../../src/domain/entry-fields.js";
 import { checkQuery } from "../../src/discovery/query-language/columns.js";
 import { parseQuery } from "../../src/discovery/query-language/parser.js";
 import { entrySigningPayload } from "../../src/domain/signing-payload.js";
@@ -30,7 +30,10 @@ function protoShape(field: (typeof EntrySchema.fields)[number]): string {
   if (field.fieldKind === "list") return `repeated ${field.scalar === ScalarType.STRING ? "string" : "?"}`;
   if (field.fieldKind === "message") return field.message.typeName;
   if (field.fieldKind !== "scalar") return field.fieldKind;
-  return ({ [ScalarType.STRING]: "string", [ScalarType.INT64]: "int64", [ScalarType.BOOL]: "bool" } as Record<number, string>)[field.scalar] ?? "?";
+  return (
+    ({ [ScalarType.STRING]: "string", [ScalarType.INT64]: "int64", [ScalarType.BOOL]: "bool" } as Record<number, string>)[field.scalar] ??
+    "?"
+  );
 }
 
 /** What structured discovery says about a condition on `name`, if it refuses the field itself (its value may be wrong). */
@@ -73,7 +76,11 @@ describe("the field catalogue", () => {
       ),
     ) as Record<string, unknown>;
     const signedNames = ENTRY_FIELDS.filter((field) => fieldSpec(field).signed === true).map((field) => field.name);
-    expect(Object.keys(payload).filter((key) => key !== "payloadType").sort()).toEqual([...signedNames].sort());
+    expect(
+      Object.keys(payload)
+        .filter((key) => key !== "payloadType")
+        .sort(),
+    ).toEqual([...signedNames].sort());
   });
 
   it("lets discovery query exactly the queryable fields, by column in the query language and by name in conditions", () => {
