@@ -256,7 +256,9 @@ export function loadConfig(env: Env = process.env, overrides: Partial<RegistryCo
     ...overrides,
   };
   if (config.headersTimeoutMs > config.requestTimeoutMs) {
-    throw new ConfigError(`HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${config.requestTimeoutMs}): the headers are part of the request`);
+    throw new ConfigError(
+      `HEADERS_TIMEOUT_MS (${config.headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${config.requestTimeoutMs}): the headers are part of the request`,
+    );
   }
   for (const type of config.entryTypes) {
     if (!/^[a-z0-9][a-z0-9._-]*$/.test(type)) {
@@ -307,11 +309,14 @@ function readUrls(env: Env): string[] {
   const text = env.DATABASE_READ_URL;
   if (text === undefined || text.trim() === "") return [];
   if (env.DATABASE_URL === undefined || env.DATABASE_URL === "") {
-    throw new ConfigError("DATABASE_READ_URL names read replicas of DATABASE_URL; set DATABASE_URL too (the embedded database has no replicas)");
+    throw new ConfigError(
+      "DATABASE_READ_URL names read replicas of DATABASE_URL; set DATABASE_URL too (the embedded database has no replicas)",
+    );
   }
   const urls = list(text, "DATABASE_READ_URL");
   for (const url of urls) {
-    if (!/^postgres(ql)?:\/\//.test(url)) throw new ConfigError("DATABASE_READ_URL: every URL must start with postgres:// (they are comma-separated)");
+    if (!/^postgres(ql)?:\/\//.test(url))
+      throw new ConfigError("DATABASE_READ_URL: every URL must start with postgres:// (they are comma-separated)");
   }
   return urls;
 }
@@ -385,7 +390,9 @@ function logSigningKey(text: string | undefined): Uint8Array | undefined {
   if (text === undefined || text.trim() === "") return undefined;
   const seed = Buffer.from(text.trim(), "base64url");
   if (seed.length !== 32 || seed.toString("base64url") !== text.trim()) {
-    throw new ConfigError("LOG_SIGNING_KEY must be the unpadded base64url of a 32-byte Ed25519 seed (`registry key generate` prints one as privateKey)");
+    throw new ConfigError(
+      "LOG_SIGNING_KEY must be the unpadded base64url of a 32-byte Ed25519 seed (`registry key generate` prints one as privateKey)",
+    );
   }
   return new Uint8Array(seed);
 }
@@ -399,7 +406,10 @@ function cursorSecret(text: string | undefined): string | undefined {
 }
 
 function list(text: string, name: string): string[] {
-  const items = text.split(",").map((item) => item.trim()).filter((item) => item !== "");
+  const items = text
+    .split(",")
+    .map((item) => item.trim())
+    .filter((item) => item !== "");
   if (items.length === 0) throw new ConfigError(`${name} must list at least one value`);
   return items;
 }

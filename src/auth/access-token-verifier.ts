@@ -1,11 +1,4 @@
-import {
-  createLocalJWKSet,
-  createRemoteJWKSet,
-  errors,
-  jwtVerify,
-  type JWK,
-  type JWTVerifyGetKey,
-} from "jose";
+import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWK, type JWTVerifyGetKey } from "jose";
 import { RegistryError, UnauthenticatedError, UnavailableError } from "../errors.js";
 import type { RootTokenRecord } from "./auth-repository.js";
 import type { Principal } from "./principal.js";
@@ -77,9 +70,7 @@ const MAX_TOKEN_CHARS = 8_192;
 
 export function createAccessTokenVerifier(options: AccessTokenVerifierOptions): AccessTokenVerifier {
   const resolveKey = guardKeyResolution(
-    typeof options.keys === "function"
-      ? localKeyResolver(options.keys)
-      : remoteKeyResolver(new URL(options.keys), options.remote ?? {}),
+    typeof options.keys === "function" ? localKeyResolver(options.keys) : remoteKeyResolver(new URL(options.keys), options.remote ?? {}),
   );
   const verifyOptions = {
     algorithms: ACCESS_TOKEN_ALGORITHMS,

@@ -1,12 +1,5 @@
 import { createPrivateKey, createPublicKey } from "node:crypto";
-import {
-  calculateJwkThumbprint,
-  exportJWK,
-  generateKeyPair,
-  importJWK,
-  type CryptoKey,
-  type JWK,
-} from "jose";
+import { calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK, type CryptoKey, type JWK } from "jose";
 import { ConfigError } from "../config.js";
 import { UnavailableError } from "../errors.js";
 import type { AuthRepository, IssuerKeyRecord, NewIssuerKey } from "./auth-repository.js";
@@ -167,10 +160,7 @@ export function publicJwkOf(record: Pick<IssuerKeyRecord, "kid" | "publicJwk">):
   return { kty: "OKP", crv: "Ed25519", x, kid: record.kid, alg: ISSUER_ALGORITHM, use: "sig" };
 }
 
-async function ensureCurrentKeyRecord(
-  repository: AuthRepository,
-  clock: () => Date,
-): Promise<IssuerKeyRecord> {
+async function ensureCurrentKeyRecord(repository: AuthRepository, clock: () => Date): Promise<IssuerKeyRecord> {
   // A lost insert costs one more round; a third only matters if keys are retired as fast as made.
   for (let attempt = 0; attempt < 3; attempt++) {
     const now = clock();
@@ -185,9 +175,7 @@ async function ensureCurrentKeyRecord(
 async function keySetFromPrivateJwk(privateJwk: JWK): Promise<IssuerKeySet> {
   const { kty, crv, x, d } = privateJwk;
   if (kty !== "OKP" || crv !== "Ed25519" || typeof x !== "string" || typeof d !== "string") {
-    throw new ConfigError(
-      'the issuer key must be an Ed25519 private JWK ({"kty":"OKP","crv":"Ed25519","x","d"})',
-    );
+    throw new ConfigError('the issuer key must be an Ed25519 private JWK ({"kty":"OKP","crv":"Ed25519","x","d"})');
   }
   if (publicXOf({ kty, crv, x, d }) !== x) {
     throw new ConfigError('the issuer key\'s "x" is not the public half of its "d"');

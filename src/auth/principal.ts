@@ -10,10 +10,7 @@ export interface Principal {
 }
 
 export function canPublish(principal: Principal, entryType: string): boolean {
-  return (
-    principal.scopes.includes(PUBLISH_SCOPE_PREFIX + entryType) ||
-    principal.scopes.includes(`${PUBLISH_SCOPE_PREFIX}*`)
-  );
+  return principal.scopes.includes(PUBLISH_SCOPE_PREFIX + entryType) || principal.scopes.includes(`${PUBLISH_SCOPE_PREFIX}*`);
 }
 
 export function isAdmin(principal: Principal): boolean {

@@ -55,7 +55,8 @@ export function createRootTokenAdmin({ repository, entryTypes }: RootTokenAdminO
     list: () => repository.listRootTokens(),
 
     async revoke(id) {
-      if (!isRootTokenId(id)) throw new NotFoundError(`no root token has the id ${JSON.stringify(id.slice(0, 40))} (ids are rt_ and 16 hex digits)`);
+      if (!isRootTokenId(id))
+        throw new NotFoundError(`no root token has the id ${JSON.stringify(id.slice(0, 40))} (ids are rt_ and 16 hex digits)`);
       if (!(await repository.revokeRootToken(id))) throw new NotFoundError(`no root token has the id ${id}`);
       const record = await repository.findRootTokenById(id);
       if (record === undefined) throw new NotFoundError(`no root token has the id ${id}`);

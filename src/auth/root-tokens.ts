@@ -48,10 +48,7 @@ export function knownScopes(entryTypes: readonly string[]): string[] {
 
 export function isKnownScope(scope: string, entryTypes: readonly string[]): boolean {
   if (scope === ADMIN_SCOPE || scope === PUBLISH_ANY_SCOPE) return true;
-  return (
-    scope.startsWith(PUBLISH_SCOPE_PREFIX) &&
-    entryTypes.includes(scope.slice(PUBLISH_SCOPE_PREFIX.length))
-  );
+  return scope.startsWith(PUBLISH_SCOPE_PREFIX) && entryTypes.includes(scope.slice(PUBLISH_SCOPE_PREFIX.length));
 }
 
 /**

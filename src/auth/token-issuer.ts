@@ -4,27 +4,13 @@ import type { RegistryConfig } from "../config.js";
 import { PermissionDeniedError, UnauthenticatedError, ViolationList } from "../errors.js";
 import { parseBearerCredential } from "./access-token-verifier.js";
 import type { AuthRepository, RootTokenRecord } from "./auth-repository.js";
-import {
-  createIssuerKeyring,
-  ISSUER_ALGORITHM,
-  type IssuerKeyring,
-  type PublicIssuerJwk,
-} from "./issuer-keys.js";
-import {
-  canGrantScope,
-  hashRootToken,
-  isKnownScope,
-  looksLikeRootToken,
-  unknownScopeMessage,
-} from "./root-tokens.js";
+import { createIssuerKeyring, ISSUER_ALGORITHM, type IssuerKeyring, type PublicIssuerJwk } from "./issuer-keys.js";
+import { canGrantScope, hashRootToken, isKnownScope, looksLikeRootToken, unknownScopeMessage } from "./root-tokens.js";
 
 export const ACCESS_TOKEN_TYPE = "at+jwt";
 export const DEFAULT_TTL_SECONDS = 900;
 
-export type TokenIssuerConfig = Pick<
-  RegistryConfig,
-  "authUrl" | "tokenAudience" | "tokenMaxTtlSeconds" | "entryTypes"
-> & {
+export type TokenIssuerConfig = Pick<RegistryConfig, "authUrl" | "tokenAudience" | "tokenMaxTtlSeconds" | "entryTypes"> & {
   /** An Ed25519 private JWK from the environment; when absent, keys live in the database. */
   readonly issuerPrivateJwk?: JWK;
 };
@@ -76,10 +62,7 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
     privateJwk: config.issuerPrivateJwk,
   });
 
-  async function issueToken(
-    authorization: string | null | undefined,
-    request: IssueTokenRequest,
-  ): Promise<IssuedToken> {
+  async function issueToken(authorization: string | null | undefined, request: IssueTokenRequest): Promise<IssuedToken> {
     const rootToken = await authenticateRootToken(repository, authorization);
     const { scopes, ttlSeconds } = validateRequest(request, config);
     const refused = scopes.find((scope) => !canGrantScope(rootToken.scopes, scope));
@@ -122,10 +105,7 @@ export function createTokenIssuer(options: TokenIssuerOptions): TokenIssuer {
   return { issueToken, jwks, rotateSigningKey };
 }
 
-async function authenticateRootToken(
-  repository: AuthRepository,
-  authorization: string | null | undefined,
-): Promise<RootTokenRecord> {
+async function authenticateRootToken(repository: AuthRepository, authorization: string | null | undefined): Promise<RootTokenRecord> {
   const credential = parseBearerCredential(authorization, "root token");
   // A malformed credential (an access token sent by mistake, a truncated paste) is refused
   // without a database round trip.
@@ -139,10 +119,7 @@ async function authenticateRootToken(
  * The asked scopes, each once and in the order asked, and the lifetime. Every fault of the request
  * is reported at once.
  */
-function validateRequest(
-  request: IssueTokenRequest,
-  config: TokenIssuerConfig,
-): { scopes: string[]; ttlSeconds: number } {
+function validateRequest(request: IssueTokenRequest, config: TokenIssuerConfig): { scopes: string[]; ttlSeconds: number } {
   const violations = new ViolationList();
   const scopes = request.scopes ?? [];
   if (scopes.length === 0) violations.add("scopes", "at least one scope is required");

@@ -35,7 +35,9 @@ export async function connectAdminApi(config: AdminApiConfig, inUse: DatabaseInU
   if (credential === undefined || credential === "") throw new UnavailableError(noAdminApi);
   const url = config.registryUrl ?? localRegistryUrl(config.port ?? DEFAULT_PORT);
   const client = createClient(AdminService, createConnectTransport({ baseUrl: url, httpVersion: "1.1" }));
-  const call = async <T>(work: (client: Client<typeof AdminService>, options: { headers: Record<string, string>; timeoutMs: number }) => Promise<T>) => {
+  const call = async <T>(
+    work: (client: Client<typeof AdminService>, options: { headers: Record<string, string>; timeoutMs: number }) => Promise<T>,
+  ) => {
     try {
       return await work(client, { headers: { authorization: `Bearer ${credential}` }, timeoutMs: CALL_TIMEOUT_MS });
     } catch (error) {

@@ -12,7 +12,10 @@ import { join, relative, sep } from "node:path";
  */
 export async function contentHashOf(path: string): Promise<string> {
   const stats = await lstat(path);
-  if (stats.isFile()) return `sha256:${createHash("sha256").update(await readFile(path)).digest("hex")}`;
+  if (stats.isFile())
+    return `sha256:${createHash("sha256")
+      .update(await readFile(path))
+      .digest("hex")}`;
   if (!stats.isDirectory()) throw new Error(`${path} is neither a file nor a directory`);
   const files = (await regularFiles(path, path)).sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b)));
   const hash = createHash("sha256");

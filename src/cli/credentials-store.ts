@@ -57,12 +57,7 @@ export async function saveCredentials(context: CliContext, registry: string, cre
  * exchanged with the cached root token through the SDK (and cached). Exit code 4 when there is no
  * login for this registry.
  */
-export async function accessTokenFor(
-  context: CliContext,
-  registry: string,
-  client: RegistryClient,
-  scope: string,
-): Promise<string> {
+export async function accessTokenFor(context: CliContext, registry: string, client: RegistryClient, scope: string): Promise<string> {
   const credentials = await readCredentials(context, registry);
   if (credentials === undefined) {
     throw new CliFailure(`not logged in to ${registry}: run "registry login --registry ${registry}" first`, EXIT.auth);

@@ -134,10 +134,7 @@ async function signRevokeCommand(args: string[], io: KeyCommandIo): Promise<numb
 
 type StringOptions = Record<string, { type: "string" }>;
 
-function parseOptions<T extends StringOptions>(
-  args: string[],
-  options: T,
-): { [K in keyof T]?: string } & { help?: boolean } {
+function parseOptions<T extends StringOptions>(args: string[], options: T): { [K in keyof T]?: string } & { help?: boolean } {
   try {
     const { values } = parseArgs({
       args: joinOptionValues(args, options),
@@ -171,9 +168,7 @@ async function loadKey(flag: string | undefined, io: KeyCommandIo): Promise<KeyP
     throw new UsageError("--key (or the environment variable REGISTRY_SIGNING_KEY) is required");
   }
   const source = given.startsWith("@") ? `key file ${given.slice(1)}` : "--key";
-  const keyText = given.startsWith("@")
-    ? keyTextOfFile(await readTextFile(given.slice(1), io), source)
-    : given;
+  const keyText = given.startsWith("@") ? keyTextOfFile(await readTextFile(given.slice(1), io), source) : given;
   const seed = decodePrivateKey(keyText);
   if ("error" in seed) throw new CommandError(`${source}: ${seed.error}${pathHint(given)}`);
   return keyPairFromSeed(seed);
@@ -215,8 +210,12 @@ async function readTextFile(path: string, io: KeyCommandIo): Promise<string> {
 /** Kinds a manifest writes as JSON strings. */
 const STRING_KINDS: ReadonlySet<FieldKind> = new Set(["text", "semver", "time", "amount"]);
 const SIGNED_FIELDS = PUBLISHER_FIELDS.filter((field) => fieldSpec(field).signed === true);
-const REQUIRED_STRINGS = SIGNED_FIELDS.filter((field) => fieldSpec(field).required === true && STRING_KINDS.has(field.kind)).map((field) => field.name);
-const OPTIONAL_STRINGS = SIGNED_FIELDS.filter((field) => fieldSpec(field).required !== true && STRING_KINDS.has(field.kind)).map((field) => field.name);
+const REQUIRED_STRINGS = SIGNED_FIELDS.filter((field) => fieldSpec(field).required === true && STRING_KINDS.has(field.kind)).map(
+  (field) => field.name,
+);
+const OPTIONAL_STRINGS = SIGNED_FIELDS.filter((field) => fieldSpec(field).required !== true && STRING_KINDS.has(field.kind)).map(
+  (field) => field.name,
+);
 
 type EntryFile = EntrySigningFields & Record<string, unknown>;
 

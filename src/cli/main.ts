@@ -47,7 +47,7 @@ function createProgram(context: CliContext): Command {
     .description("publish, find and manage signed skill and agent entries; run the registry")
     .version(version(), "-V, --version", "print the version")
     .exitOverride()
-    .showHelpAfterError('(add --help for usage)')
+    .showHelpAfterError("(add --help for usage)")
     .configureOutput({ writeOut: context.stdout, writeErr: context.stderr })
     .addHelpText("after", `\n${EXIT_CODES_HELP}\n\nEvery command has --help. docs/cli.md has an example of each.`);
   registerServeCommand(program, context);

@@ -110,7 +110,9 @@ async function pinnedLogKey(options: RunMirrorOptions, source: LogSource, contex
 function report(step: MirrorStep, options: RunMirrorOptions, context: CliContext): void {
   const { from, to, checkpoint } = step;
   if (options.json) {
-    context.stdout(`${JSON.stringify({ from, to, treeSize: checkpoint.treeSize, origin: checkpoint.origin, rootHash: Buffer.from(checkpoint.rootHash).toString("base64") })}\n`);
+    context.stdout(
+      `${JSON.stringify({ from, to, treeSize: checkpoint.treeSize, origin: checkpoint.origin, rootHash: Buffer.from(checkpoint.rootHash).toString("base64") })}\n`,
+    );
   } else if (to > from) {
     context.stdout`mirrored records [${from}, ${to}) of ${checkpoint.origin}: verified against its checkpoint of ${checkpoint.treeSize}\n`;
   } else if (options.once || context.stderrIsTty) {

@@ -2,7 +2,11 @@ import { parseArgs } from "node:util";
 import { joinOptionValues } from "./option-values.js";
 import type { RootTokenRecord } from "../auth/auth-repository.js";
 import { createKnexAuthRepository } from "../storage/knex-auth-repository.js";
-import { createRootTokenAdmin, MAX_ROOT_TOKEN_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS, type RootTokenAdmin } from "../auth/root-token-admin.js";
+import {
+  createRootTokenAdmin,
+  MAX_ROOT_TOKEN_DESCRIPTION_CHARS as MAX_DESCRIPTION_CHARS,
+  type RootTokenAdmin,
+} from "../auth/root-token-admin.js";
 import { isKnownScope, isRootTokenId, knownScopes } from "../auth/root-tokens.js";
 import type { RegistryConfig } from "../config.js";
 import { ed25519KeyFromDid } from "../domain/did-key.js";
@@ -46,11 +50,7 @@ class UsageError extends Error {}
  * Runs `registry root-token ...`. `args` are the words after "root-token" (a leading "root-token"
  * is skipped too). Returns the process exit code instead of exiting, so it can run in-process.
  */
-export async function runRootTokenCommand(
-  args: string[],
-  config: RootTokenCommandConfig,
-  io: RootTokenCommandIo,
-): Promise<number> {
+export async function runRootTokenCommand(args: string[], config: RootTokenCommandConfig, io: RootTokenCommandIo): Promise<number> {
   const [command, ...rest] = args[0] === "root-token" ? args.slice(1) : args;
   try {
     switch (command) {
@@ -142,7 +142,12 @@ function validSubject(subject: string | undefined): string {
 
 function validScopes(given: string[] | undefined, entryTypes: readonly string[]): string[] {
   const scopes = [
-    ...new Set((given ?? []).flatMap((list) => list.split(",")).map((scope) => scope.trim()).filter(Boolean)),
+    ...new Set(
+      (given ?? [])
+        .flatMap((list) => list.split(","))
+        .map((scope) => scope.trim())
+        .filter(Boolean),
+    ),
   ];
   if (scopes.length === 0) throw new UsageError("--scopes is required (comma-separated)");
   const unknown = scopes.filter((scope) => !isKnownScope(scope, entryTypes));
@@ -209,12 +214,25 @@ function table(records: readonly RootTokenRecord[]): string {
   const rows = [
     ["ID", "SUBJECT", "SCOPES", "CREATED", "REVOKED", "DESCRIPTION"],
     ...records.map((record) =>
-      [record.id, record.subject, record.scopes.join(","), record.createdAt.toISOString(), record.revokedAt?.toISOString() ?? "-", record.description].map(terminalText),
+      [
+        record.id,
+        record.subject,
+        record.scopes.join(","),
+        record.createdAt.toISOString(),
+        record.revokedAt?.toISOString() ?? "-",
+        record.description,
+      ].map(terminalText),
     ),
   ];
   const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
   return rows
-    .map((row) => `${row.map((cell, column) => cell.padEnd(widths[column]!)).join("  ").trimEnd()}\n`)
+    .map(
+      (row) =>
+        `${row
+          .map((cell, column) => cell.padEnd(widths[column]!))
+          .join("  ")
+          .trimEnd()}\n`,
+    )
     .join("");
 }
 

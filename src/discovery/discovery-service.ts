@@ -87,7 +87,10 @@ export function createDiscoveryService(options: DiscoveryServiceOptions) {
     const plan = planRequest("query", request);
     const resumed = resume(request.cursor, plan);
     const remaining = resumed?.remaining ?? plan.limit;
-    const size = Math.min(pageSize(request.limit, Math.min(plan.limit ?? DEFAULT_PAGE_SIZE, DEFAULT_PAGE_SIZE)), remaining ?? MAX_PAGE_SIZE);
+    const size = Math.min(
+      pageSize(request.limit, Math.min(plan.limit ?? DEFAULT_PAGE_SIZE, DEFAULT_PAGE_SIZE)),
+      remaining ?? MAX_PAGE_SIZE,
+    );
     if (size === 0) return { rows: [] };
     const page = await repository.findProjected(plan, pageRequest(resumed, size));
     const rows = page.rows.slice(0, size).map((row) => queryRow(plan.projection, row.values));
@@ -95,7 +98,9 @@ export function createDiscoveryService(options: DiscoveryServiceOptions) {
     const next = left === 0 ? undefined : nextPosition(page, size);
     return {
       rows,
-      ...(next === undefined ? {} : { nextCursor: cursors.encode({ binding: plan.binding, position: next, ...(left === undefined ? {} : { remaining: left }) }) }),
+      ...(next === undefined
+        ? {}
+        : { nextCursor: cursors.encode({ binding: plan.binding, position: next, ...(left === undefined ? {} : { remaining: left }) }) }),
     };
   }
 
@@ -118,7 +123,9 @@ export function createDiscoveryService(options: DiscoveryServiceOptions) {
  */
 export function planRequest(endpoint: "discover", request: StructuredRequest): DiscoveryPlan<"entry">;
 export function planRequest(endpoint: "query", request: Pick<QueryRequest, "query">): DiscoveryPlan<readonly Column[]>;
-export function planRequest(...[endpoint, request]: ["discover", StructuredRequest] | ["query", Pick<QueryRequest, "query">]): DiscoveryPlan {
+export function planRequest(
+  ...[endpoint, request]: ["discover", StructuredRequest] | ["query", Pick<QueryRequest, "query">]
+): DiscoveryPlan {
   if (endpoint === "discover") return planDiscovery("discover", structuredQuery(request), "entry");
   const checked = checkQuery(parseQuery(request.query));
   return planDiscovery("query", checked.query, checked.selected);

@@ -33,7 +33,10 @@ export interface OrderKey {
 const fragment = (sql: string, bindings: readonly unknown[] = []): SqlFragment => ({ sql, bindings });
 
 function join(parts: readonly SqlFragment[], separator: string): SqlFragment {
-  return fragment(parts.map((part) => `(${part.sql})`).join(separator), parts.flatMap((part) => part.bindings));
+  return fragment(
+    parts.map((part) => `(${part.sql})`).join(separator),
+    parts.flatMap((part) => part.bindings),
+  );
 }
 
 /** The WHERE condition of an expression. */
@@ -67,7 +70,10 @@ function valuePredicateSql(predicate: Predicate): SqlFragment {
     case "comparison":
       return comparisonSql(kind, predicate.column, predicate.op, predicate.value.value);
     case "in": {
-      const anyOf = join(predicate.values.map((value) => comparisonSql(kind, predicate.column, "=", value.value)), " or ");
+      const anyOf = join(
+        predicate.values.map((value) => comparisonSql(kind, predicate.column, "=", value.value)),
+        " or ",
+      );
       return predicate.negated ? fragment(`not (${anyOf.sql})`, anyOf.bindings) : anyOf;
     }
     case "like":
@@ -202,10 +208,12 @@ function jsonComparisonSql(column: Column, op: ComparisonOperator, value: Litera
     return fragment(`coalesce(${present} and not (data @> ?::jsonb), false)`, [...path.bindings, containmentDocument(column, value)]);
   }
   // jsonb orders values of different types by type; a range means something only within one type.
-  return fragment(
-    `coalesce(jsonb_typeof(${path.sql}) = ? and ${path.sql} ${SQL_OPERATOR[op]} ?::jsonb, false)`,
-    [...path.bindings, JSON_TYPE[typeof value], ...path.bindings, JSON.stringify(value)],
-  );
+  return fragment(`coalesce(jsonb_typeof(${path.sql}) = ? and ${path.sql} ${SQL_OPERATOR[op]} ?::jsonb, false)`, [
+    ...path.bindings,
+    JSON_TYPE[typeof value],
+    ...path.bindings,
+    JSON.stringify(value),
+  ]);
 }
 
 function likeSql(kind: ColumnKind, column: Column, pattern: string, negated: boolean): SqlFragment {
@@ -314,8 +322,14 @@ export function afterPositionSql(keys: readonly OrderKey[], position: readonly s
   const value = (index: number) => fragment(`?::${keys[index]!.type}`, [position[index]]);
   const direction = keys[0]!.direction;
   if (keys.every((key) => key.direction === direction)) {
-    const left = join(keys.map((key) => key.expression), ", ");
-    const right = join(keys.map((_, index) => value(index)), ", ");
+    const left = join(
+      keys.map((key) => key.expression),
+      ", ",
+    );
+    const right = join(
+      keys.map((_, index) => value(index)),
+      ", ",
+    );
     return fragment(`(${left.sql}) ${direction === "desc" ? "<" : ">"} (${right.sql})`, [...left.bindings, ...right.bindings]);
   }
   const branches = keys.map((key, index) => {

@@ -104,10 +104,7 @@ export function cursorBinding(value: unknown): string {
 
 export function createCursorCodec(options: CursorCodecOptions): CursorCodec {
   const signingKey = secretBytes(options.secret, "secret");
-  const verifyingKeys = [
-    signingKey,
-    ...(options.previousSecrets ?? []).map((s, i) => secretBytes(s, `previousSecrets[${i}]`)),
-  ];
+  const verifyingKeys = [signingKey, ...(options.previousSecrets ?? []).map((s, i) => secretBytes(s, `previousSecrets[${i}]`))];
   const ttlMs = options.ttlMs ?? DEFAULT_CURSOR_TTL_MS;
   if (!Number.isSafeInteger(ttlMs) || ttlMs <= 0) throw new RangeError("cursor ttlMs must be a positive integer");
   const clock = options.clock ?? Date.now;

@@ -8,7 +8,14 @@
  */
 import type { Column, Expr, Literal, LiteralValue, Predicate, Query } from "./query-language/ast.js";
 import { numberProblem, textProblem } from "../domain/json-input.js";
-import { columnProblem, kindOf, predicateProblem, type ColumnKind, type PredicateProblem, type QueryOperator } from "./query-language/columns.js";
+import {
+  columnProblem,
+  kindOf,
+  predicateProblem,
+  type ColumnKind,
+  type PredicateProblem,
+  type QueryOperator,
+} from "./query-language/columns.js";
 import { MAX_PREDICATES } from "./query-language/parser.js";
 import { QUERYABLE_FIELDS } from "../domain/entry-fields.js";
 import { ViolationList } from "../errors.js";
@@ -58,7 +65,11 @@ export function structuredQuery(request: StructuredRequest): Query {
   });
   violations.throwIfAny();
   const where: Expr | undefined =
-    predicates.length === 0 ? undefined : predicates.length === 1 ? predicates[0] : { kind: "and", operands: predicates, position: SOMEWHERE };
+    predicates.length === 0
+      ? undefined
+      : predicates.length === 1
+        ? predicates[0]
+        : { kind: "and", operands: predicates, position: SOMEWHERE };
   return { columns: "*", ...(where === undefined ? {} : { where }), orderBy: [] };
 }
 
@@ -71,7 +82,8 @@ function conditionPredicate(condition: StructuredCondition, path: string, violat
   if (target === undefined) violations.add(`${path}.field`, unknownField(condition.field));
   else if (columnFault !== undefined) violations.add(`${path}.field`, conditionMessage(columnFault, condition));
   // Echoed as JSON strings: escaped, a sent value cannot put unpaired surrogates into the message.
-  if (operator === undefined) violations.add(`${path}.op`, `unknown operator ${JSON.stringify(condition.op)}; one of ${OPERATORS.join(" ")}`);
+  if (operator === undefined)
+    violations.add(`${path}.op`, `unknown operator ${JSON.stringify(condition.op)}; one of ${OPERATORS.join(" ")}`);
   if (target === undefined || columnFault !== undefined || operator === undefined) return undefined;
   const literals = conditionLiterals(condition, operator, kindOf(target));
   if (typeof literals === "string") {

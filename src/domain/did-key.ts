@@ -6,10 +6,8 @@ const ED25519_MULTICODEC = [0xed, 0x01] as const;
 
 const KEY_FAULTS: Record<Ed25519KeyFault, string> = {
   not_a_point: "did:key holds 32 bytes that are not an Ed25519 point",
-  non_canonical:
-    "did:key holds a non-canonical encoding of an Ed25519 point (RFC 8032 requires y < p, and the sign bit clear when x = 0)",
-  small_order:
-    "did:key holds a small-order Ed25519 point: a weak key, for which one signature can verify for many messages",
+  non_canonical: "did:key holds a non-canonical encoding of an Ed25519 point (RFC 8032 requires y < p, and the sign bit clear when x = 0)",
+  small_order: "did:key holds a small-order Ed25519 point: a weak key, for which one signature can verify for many messages",
 };
 
 // Checking a key decodes a curve point, a square root (docs/performance.md#creates): too much to
@@ -50,11 +48,7 @@ function decodeEd25519Did(did: string): Uint8Array | { error: string } {
   } catch {
     return { error: "did:key is not valid base58btc" };
   }
-  if (
-    bytes.length !== 34 ||
-    bytes[0] !== ED25519_MULTICODEC[0] ||
-    bytes[1] !== ED25519_MULTICODEC[1]
-  ) {
+  if (bytes.length !== 34 || bytes[0] !== ED25519_MULTICODEC[0] || bytes[1] !== ED25519_MULTICODEC[1]) {
     return { error: "did:key must hold an Ed25519 public key (z6Mk...)" };
   }
   return bytes.slice(2);

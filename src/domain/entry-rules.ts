@@ -45,8 +45,7 @@ const MAX_DATA_PROBLEMS = 8;
 const TAG = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 const CONTENT_HASH = /^sha256:[0-9a-f]{64}$/;
 const BOND_AMOUNT = /^(0|[1-9][0-9]{0,29})(\.[0-9]{1,18})? [A-Z][A-Z0-9]{1,15}$/;
-const RFC3339_UTC =
-  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?:[Zz]|[+-]00:00)$/;
+const RFC3339_UTC = /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,3}))?(?:[Zz]|[+-]00:00)$/;
 
 /**
  * Checks an entry against every rule of the registry and returns it normalised, or throws an
@@ -144,8 +143,7 @@ function parsePublishedAt(text: string, now: Date): Date | { error: string } {
   const match = RFC3339_UTC.exec(text);
   if (match === null) {
     return {
-      error:
-        "must be an RFC 3339 time in UTC with at most millisecond precision, e.g. 2026-11-21T10:00:00.000Z",
+      error: "must be an RFC 3339 time in UTC with at most millisecond precision, e.g. 2026-11-21T10:00:00.000Z",
     };
   }
   const [, y, mo, d, h, mi, s] = match.map(Number) as number[];
@@ -176,10 +174,7 @@ function checkTags(tags: readonly string[], violations: ViolationList): void {
   const seen = new Set<string>();
   tags.forEach((tag, index) => {
     if (!TAG.test(tag)) {
-      violations.add(
-        `tags[${index}]`,
-        "must be 1-64 characters of [a-z0-9._-] starting with a letter or digit",
-      );
+      violations.add(`tags[${index}]`, "must be 1-64 characters of [a-z0-9._-] starting with a letter or digit");
     } else if (seen.has(tag)) violations.add(`tags[${index}]`, `duplicates tag "${tag}"`);
     seen.add(tag);
   });

@@ -76,7 +76,11 @@ export function jsonValueProblems(value: unknown, limits: JsonWalkLimits): JsonV
       // Object.keys lists an own "__proto__" key, which JSON.parse creates as a plain property.
       for (const key of Object.keys(current)) {
         const keyFault = keyProblem(key);
-        children.push({ value: (current as Record<string, unknown>)[key], path: [...path, key], ...(keyFault === undefined ? {} : { badKey: keyFault }) });
+        children.push({
+          value: (current as Record<string, unknown>)[key],
+          path: [...path, key],
+          ...(keyFault === undefined ? {} : { badKey: keyFault }),
+        });
       }
     }
     // One at a time: spreading a long array into push() would overflow the call stack.

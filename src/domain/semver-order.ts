@@ -44,17 +44,10 @@ export function parseVersion(version: string): ParsedVersion | { error: string }
  *   numeric < alphanumeric), each closed by "!" which sorts below every identifier character, so
  *   "alpha" < "alpha-1" and a shorter identifier list that is a prefix of a longer one sorts first.
  */
-function versionSortKey(
-  major: number,
-  minor: number,
-  patch: number,
-  prerelease: ReadonlyArray<string | number>,
-): string {
+function versionSortKey(major: number, minor: number, patch: number, prerelease: ReadonlyArray<string | number>): string {
   const core = encodeNumber(major) + encodeNumber(minor) + encodeNumber(patch);
   if (prerelease.length === 0) return `${core}~`;
-  const identifiers = prerelease.map((id) =>
-    typeof id === "number" || /^[0-9]+$/.test(id) ? `a${encodeNumber(id)}!` : `b${id}!`,
-  );
+  const identifiers = prerelease.map((id) => (typeof id === "number" || /^[0-9]+$/.test(id) ? `a${encodeNumber(id)}!` : `b${id}!`));
   return `${core}-${identifiers.join("")}`;
 }
 

@@ -50,14 +50,26 @@ export function boundedGet(url: URL, options: BoundedGetOptions): Promise<Uint8A
         timers.delete(idle);
         clearTimeout(idle);
       }
-      idle = after(timeouts.idleTimeout, () => new LogSourceError(`GET ${url}: the source sent nothing for ${timeouts.idleTimeout} ms (${settingFlag("idleTimeout")})`));
+      idle = after(
+        timeouts.idleTimeout,
+        () => new LogSourceError(`GET ${url}: the source sent nothing for ${timeouts.idleTimeout} ms (${settingFlag("idleTimeout")})`),
+      );
     };
 
     const client = url.protocol === "https:" ? https : http;
     const request = client.get(url, { headers: { "user-agent": "registry-mirror", "accept-encoding": "identity" } });
     signal?.addEventListener("abort", onAbort, { once: true });
-    after(timeouts.requestTimeout, () => new LogSourceError(`GET ${url}: the answer took longer than ${timeouts.requestTimeout} ms in all (${settingFlag("requestTimeout")})`));
-    const connecting = after(timeouts.connectTimeout, () => new LogSourceError(`GET ${url}: no connection within ${timeouts.connectTimeout} ms (${settingFlag("connectTimeout")})`));
+    after(
+      timeouts.requestTimeout,
+      () =>
+        new LogSourceError(
+          `GET ${url}: the answer took longer than ${timeouts.requestTimeout} ms in all (${settingFlag("requestTimeout")})`,
+        ),
+    );
+    const connecting = after(
+      timeouts.connectTimeout,
+      () => new LogSourceError(`GET ${url}: no connection within ${timeouts.connectTimeout} ms (${settingFlag("connectTimeout")})`),
+    );
     request.on("socket", (socket) => {
       const connected = () => {
         timers.delete(connecting);
@@ -73,7 +85,8 @@ export function boundedGet(url: URL, options: BoundedGetOptions): Promise<Uint8A
       const status = response.statusCode ?? 0;
       const ok = status >= 200 && status < 300;
       const limit = ok ? maxBytes : LARGEST_ANSWER_BYTES.errorText;
-      const tooLarge = () => new MirrorRefusedError(`GET ${url}: the source's answer is longer than ${maxBytes} bytes, the most read for this request`);
+      const tooLarge = () =>
+        new MirrorRefusedError(`GET ${url}: the source's answer is longer than ${maxBytes} bytes, the most read for this request`);
       if (ok && Number(response.headers["content-length"]) > maxBytes) return settle(tooLarge());
       const chunks: Buffer[] = [];
       let size = 0;
@@ -81,7 +94,10 @@ export function boundedGet(url: URL, options: BoundedGetOptions): Promise<Uint8A
         const body = Buffer.concat(chunks, size);
         if (ok) return settle(new Uint8Array(body.buffer, body.byteOffset, body.byteLength));
         const text = body.toString("utf8").slice(0, 300);
-        const moved = status >= 300 && status < 400 && response.headers.location !== undefined ? ` (to ${response.headers.location}: give that address to --from)` : "";
+        const moved =
+          status >= 300 && status < 400 && response.headers.location !== undefined
+            ? ` (to ${response.headers.location}: give that address to --from)`
+            : "";
         settle(new LogSourceError(`GET ${url} answered ${status}${moved}${text === "" ? "" : `: ${text}`}`));
       };
       response.on("data", (chunk: Buffer) => {

@@ -19,7 +19,8 @@ export function createHttpLogSource(baseUrl: string, options: HttpLogSourceOptio
   const base = baseUrl.replace(/\/+$/, "");
   const limits = options.limits ?? DEFAULT_MIRROR_SETTINGS;
 
-  const get = (path: string, maxBytes: number) => boundedGet(new URL(`${base}/${path}`), { maxBytes, timeouts: limits, signal: options.signal });
+  const get = (path: string, maxBytes: number) =>
+    boundedGet(new URL(`${base}/${path}`), { maxBytes, timeouts: limits, signal: options.signal });
 
   async function getJson(path: string, maxBytes: number): Promise<Record<string, unknown>> {
     const text = Buffer.from(await get(path, maxBytes)).toString("utf8");
@@ -63,7 +64,8 @@ export function createHttpLogSource(baseUrl: string, options: HttpLogSourceOptio
           } catch (error) {
             throw new MirrorRefusedError(`${base}'s entry bundle ${index} is malformed: ${(error as Error).message}`);
           }
-          if (records.length !== width) throw new MirrorRefusedError(`${base}'s entry bundle ${index} holds ${records.length} records, not ${width}`);
+          if (records.length !== width)
+            throw new MirrorRefusedError(`${base}'s entry bundle ${index} holds ${records.length} records, not ${width}`);
           return records;
         }),
       );

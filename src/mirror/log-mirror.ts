@@ -88,7 +88,9 @@ export function createLogMirror(options: LogMirrorOptions): LogMirror {
   /** The checkpoint this database last took from the source, which must be one of the pinned log's. */
   async function heldCheckpoint(position: MirrorPosition): Promise<VerifiedCheckpoint | undefined> {
     if (position.logSize !== position.tree.size) {
-      throw new MirrorRefusedError(`this database's log has ${position.logSize} records but its tree ${position.tree.size}: it is not a mirror`);
+      throw new MirrorRefusedError(
+        `this database's log has ${position.logSize} records but its tree ${position.tree.size}: it is not a mirror`,
+      );
     }
     if (position.logSize === 0) return undefined;
     if (position.checkpointNote === undefined) {
@@ -106,10 +108,13 @@ export function createLogMirror(options: LogMirrorOptions): LogMirror {
 
   async function checkExtends(held: VerifiedCheckpoint, latest: VerifiedCheckpoint): Promise<void> {
     if (latest.treeSize < held.treeSize) {
-      throw new MirrorRefusedError(`${source.url} shows a tree of ${latest.treeSize} records, smaller than the ${held.treeSize} it signed before`);
+      throw new MirrorRefusedError(
+        `${source.url} shows a tree of ${latest.treeSize} records, smaller than the ${held.treeSize} it signed before`,
+      );
     }
     if (latest.treeSize === held.treeSize) {
-      if (!hashesEqual(latest.rootHash, held.rootHash)) throw new MirrorRefusedError(`${source.url} signed two different trees of ${held.treeSize} records`);
+      if (!hashesEqual(latest.rootHash, held.rootHash))
+        throw new MirrorRefusedError(`${source.url} signed two different trees of ${held.treeSize} records`);
       return;
     }
     try {
@@ -130,14 +135,22 @@ export function createLogMirror(options: LogMirrorOptions): LogMirror {
       changes,
       checkpointNote: end === latest.treeSize ? latest.note : undefined,
       async extend(tree) {
-        if (tree.head.size !== from) throw new MirrorRefusedError(`this database's log moved while mirroring (${tree.head.size} records, expected ${from})`);
-        const appended = await appendLeaves(from, records.map((bytes) => hasher.leafHash(bytes)), tree, hasher);
+        if (tree.head.size !== from)
+          throw new MirrorRefusedError(`this database's log moved while mirroring (${tree.head.size} records, expected ${from})`);
+        const appended = await appendLeaves(
+          from,
+          records.map((bytes) => hasher.leafHash(bytes)),
+          tree,
+          hasher,
+        );
         const proved =
           end === latest.treeSize
             ? hashesEqual(appended.root, latest.rootHash)
             : verifyConsistency(end, latest.treeSize, appended.root, latest.rootHash, proof, hasher);
         if (!proved) {
-          throw new MirrorRefusedError(`records [${from}, ${end}) from ${source.url} are not the ones its checkpoint of ${latest.treeSize} records commits to`);
+          throw new MirrorRefusedError(
+            `records [${from}, ${end}) from ${source.url} are not the ones its checkpoint of ${latest.treeSize} records commits to`,
+          );
         }
         return { storedHashes: appended.storedHashes, head: { size: appended.size, root: appended.root } };
       },
@@ -192,7 +205,8 @@ async function mirroredChange(bytes: Uint8Array, index: number): Promise<Mirrore
       { entryTypes: [String(entry.entryType)], now: loggedAt },
     );
     const status = record.kind === "entry.created" ? "active" : "revoked";
-    if (entry.status !== status) throw new LogVerificationError(`record ${index} (${record.kind}) leaves its entry ${String(entry.status)}`);
+    if (entry.status !== status)
+      throw new LogVerificationError(`record ${index} (${record.kind}) leaves its entry ${String(entry.status)}`);
     return {
       index,
       kind: record.kind,
@@ -210,7 +224,8 @@ async function mirroredChange(bytes: Uint8Array, index: number): Promise<Mirrore
     };
   } catch (error) {
     if (error instanceof LogVerificationError) throw new MirrorRefusedError(error.message);
-    if (error instanceof InvalidArgumentError) throw new MirrorRefusedError(`record ${index} holds an entry this registry would refuse: ${error.message}`);
+    if (error instanceof InvalidArgumentError)
+      throw new MirrorRefusedError(`record ${index} holds an entry this registry would refuse: ${error.message}`);
     if (error instanceof SyntaxError || error instanceof RangeError || error instanceof TypeError) {
       throw new MirrorRefusedError(`record ${index} is malformed: ${error.message}`);
     }

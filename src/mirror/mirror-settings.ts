@@ -50,13 +50,55 @@ export interface MirrorSettingOption {
 
 /** Each setting with its command-line option, default and bounds: the one declaration the CLI follows. */
 export const MIRROR_SETTING_OPTIONS: readonly MirrorSettingOption[] = Object.freeze(
-  ([
-    { key: "connectTimeout", flag: "--connect-timeout <ms>", unit: "milliseconds", description: "longest wait to connect to the source", default: 10_000, min: 100, max: 600_000 },
-    { key: "idleTimeout", flag: "--idle-timeout <ms>", unit: "milliseconds", description: "longest wait for the source's next bytes", default: 15_000, min: 100, max: 600_000 },
-    { key: "requestTimeout", flag: "--request-timeout <ms>", unit: "milliseconds", description: "longest one request to the source may take in all", default: 120_000, min: 100, max: 3_600_000 },
-    { key: "maxBundleBytes", flag: "--max-bundle-bytes <n>", unit: "bytes", description: "largest entry bundle read from the source", default: LARGEST_ENTRY_BUNDLE_BYTES, min: 1024, max: LARGEST_ENTRY_BUNDLE_BYTES },
-    { key: "batch", flag: "--batch <records>", unit: "records", description: "records verified and written per transaction", default: 512, min: 1, max: 4096 },
-  ] satisfies MirrorSettingOption[]).map((option) => Object.freeze(option)),
+  (
+    [
+      {
+        key: "connectTimeout",
+        flag: "--connect-timeout <ms>",
+        unit: "milliseconds",
+        description: "longest wait to connect to the source",
+        default: 10_000,
+        min: 100,
+        max: 600_000,
+      },
+      {
+        key: "idleTimeout",
+        flag: "--idle-timeout <ms>",
+        unit: "milliseconds",
+        description: "longest wait for the source's next bytes",
+        default: 15_000,
+        min: 100,
+        max: 600_000,
+      },
+      {
+        key: "requestTimeout",
+        flag: "--request-timeout <ms>",
+        unit: "milliseconds",
+        description: "longest one request to the source may take in all",
+        default: 120_000,
+        min: 100,
+        max: 3_600_000,
+      },
+      {
+        key: "maxBundleBytes",
+        flag: "--max-bundle-bytes <n>",
+        unit: "bytes",
+        description: "largest entry bundle read from the source",
+        default: LARGEST_ENTRY_BUNDLE_BYTES,
+        min: 1024,
+        max: LARGEST_ENTRY_BUNDLE_BYTES,
+      },
+      {
+        key: "batch",
+        flag: "--batch <records>",
+        unit: "records",
+        description: "records verified and written per transaction",
+        default: 512,
+        min: 1,
+        max: 4096,
+      },
+    ] satisfies MirrorSettingOption[]
+  ).map((option) => Object.freeze(option)),
 );
 
 export const DEFAULT_MIRROR_SETTINGS: MirrorSettings = Object.freeze(

@@ -49,8 +49,7 @@ export const toGrain = (ms: number): number => Math.floor(ms / TIME_GRAIN_MS) * 
  * enforced is never below the rate configured: a client pacing itself at exactly `rate` is never
  * refused.
  */
-export const tokenInterval = (limits: BucketLimits): number =>
-  Math.max(1, Math.floor(1000 / limits.rate / TIME_GRAIN_MS)) * TIME_GRAIN_MS;
+export const tokenInterval = (limits: BucketLimits): number => Math.max(1, Math.floor(1000 / limits.rate / TIME_GRAIN_MS)) * TIME_GRAIN_MS;
 
 /** What taking one token at `now` decides, given the stored TAT (undefined: a full bucket). */
 export function takeToken(limits: BucketLimits, now: number, storedTat: number | undefined): GcraStep {

@@ -25,11 +25,7 @@ export interface IssuedToken {
 }
 
 /** The exchange itself: a TokenService.IssueToken call authorised by the root token. */
-export type ExchangeRootToken = (
-  rootToken: string,
-  scopes: readonly string[],
-  ttlSeconds: number | undefined,
-) => Promise<IssuedToken>;
+export type ExchangeRootToken = (rootToken: string, scopes: readonly string[], ttlSeconds: number | undefined) => Promise<IssuedToken>;
 
 /** Bearer tokens for writes, by the scopes a write needs. */
 export interface AccessTokens {
@@ -53,11 +49,7 @@ interface HeldToken {
  * calls that need the same token share one exchange, and exchanges run one at a time, since the
  * registry rate-limits token requests per address.
  */
-export function createAccessTokens(
-  auth: RegistryAuth | undefined,
-  exchange: ExchangeRootToken,
-  clock: () => number,
-): AccessTokens {
+export function createAccessTokens(auth: RegistryAuth | undefined, exchange: ExchangeRootToken, clock: () => number): AccessTokens {
   if (auth === undefined || typeof auth === "string") {
     return { forEntryType: async () => auth };
   }
@@ -66,13 +58,15 @@ export function createAccessTokens(
   let lastExchange: Promise<unknown> = Promise.resolve();
 
   function exchanged(scopes: readonly string[]): Promise<HeldToken> {
-    const next = lastExchange.catch(() => undefined).then(async () => {
-      const startedAt = clock();
-      const issued = await exchange((auth as RootTokenAuth).rootToken, scopes, (auth as RootTokenAuth).ttlSeconds);
-      const lifetimeMs = tokenLifetimeMs(issued, startedAt);
-      const margin = Math.min(REFRESH_MARGIN_MS, lifetimeMs / 5);
-      return { accessToken: issued.accessToken, refreshAt: startedAt + lifetimeMs - margin };
-    });
+    const next = lastExchange
+      .catch(() => undefined)
+      .then(async () => {
+        const startedAt = clock();
+        const issued = await exchange((auth as RootTokenAuth).rootToken, scopes, (auth as RootTokenAuth).ttlSeconds);
+        const lifetimeMs = tokenLifetimeMs(issued, startedAt);
+        const margin = Math.min(REFRESH_MARGIN_MS, lifetimeMs / 5);
+        return { accessToken: issued.accessToken, refreshAt: startedAt + lifetimeMs - margin };
+      });
     lastExchange = next;
     return next;
   }

@@ -74,10 +74,15 @@ export interface EntryProof {
  *     log kept it.
  * Returns the verified record and checkpoint; throws LogVerificationError naming the first failure.
  */
-export async function verifyEntryProof(did: string, answer: EntryProof, logKey: NoteKey): Promise<{ record: LogRecord; checkpoint: VerifiedCheckpoint }> {
+export async function verifyEntryProof(
+  did: string,
+  answer: EntryProof,
+  logKey: NoteKey,
+): Promise<{ record: LogRecord; checkpoint: VerifiedCheckpoint }> {
   const checkpoint = await verifyCheckpoint(answer.checkpoint, logKey);
   const index = Number(answer.index);
-  if (Number(answer.treeSize) !== checkpoint.treeSize) throw new LogVerificationError("the proof is not against the checkpoint it came with");
+  if (Number(answer.treeSize) !== checkpoint.treeSize)
+    throw new LogVerificationError("the proof is not against the checkpoint it came with");
   if (!verifyInclusion(hasher.leafHash(answer.record), index, checkpoint.treeSize, answer.proof, checkpoint.rootHash, hasher)) {
     throw new LogVerificationError(`record ${index} is not in the checkpoint's tree: its inclusion proof does not verify`);
   }
@@ -97,7 +102,14 @@ export function parseLogRecord(bytes: Uint8Array): LogRecord {
     throw new LogVerificationError(`a record is not JSON: ${(error as Error).message}`);
   }
   const kinds = ["entry.created", "entry.revoked"];
-  if (typeof record !== "object" || record === null || typeof record.entry !== "object" || record.entry === null || !kinds.includes(record.kind) || !/^(0|[1-9]\d*)$/.test(String(record.index))) {
+  if (
+    typeof record !== "object" ||
+    record === null ||
+    typeof record.entry !== "object" ||
+    record.entry === null ||
+    !kinds.includes(record.kind) ||
+    !/^(0|[1-9]\d*)$/.test(String(record.index))
+  ) {
     throw new LogVerificationError("a record lacks its index, kind or entry");
   }
   return record;
@@ -136,6 +148,8 @@ export async function verifyRecordSignatures(record: LogRecord): Promise<void> {
 /** Checks that a newer checkpoint extends an older one (RFC 9162 consistency); both must be verified already. */
 export function verifyCheckpointsConsistent(older: VerifiedCheckpoint, newer: VerifiedCheckpoint, proof: readonly Uint8Array[]): void {
   if (!verifyConsistency(older.treeSize, newer.treeSize, older.rootHash, newer.rootHash, proof, hasher)) {
-    throw new LogVerificationError(`the log's checkpoint of size ${newer.treeSize} does not extend the one of size ${older.treeSize}: it rewrote history`);
+    throw new LogVerificationError(
+      `the log's checkpoint of size ${newer.treeSize} does not extend the one of size ${older.treeSize}: it rewrote history`,
+    );
   }
 }

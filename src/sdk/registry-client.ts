@@ -153,10 +153,7 @@ export function createClientOverTransport(
     call?: CallOptions,
   ) {
     return mappingErrors(async () => {
-      const issued = await tokens.issueToken(
-        { scopes: [...request.scopes], ttlSeconds: request.ttlSeconds },
-        callOptions(call, rootToken),
-      );
+      const issued = await tokens.issueToken({ scopes: [...request.scopes], ttlSeconds: request.ttlSeconds }, callOptions(call, rootToken));
       return { accessToken: issued.accessToken, expiresAt: issued.expiresAt, scopes: issued.scopes, subject: issued.subject };
     });
   }
@@ -193,10 +190,7 @@ export function createClientOverTransport(
 
   async function queryPage(ql: string, call?: QueryOptions & { readonly cursor?: string }) {
     return mappingErrors(async () => {
-      const page = await registry.queryEntries(
-        { query: ql, limit: call?.pageSize ?? 0, cursor: call?.cursor ?? "" },
-        callOptions(call),
-      );
+      const page = await registry.queryEntries({ query: ql, limit: call?.pageSize ?? 0, cursor: call?.cursor ?? "" }, callOptions(call));
       return { rows: page.entries, nextCursor: presentCursor(page.nextCursor) };
     });
   }
@@ -216,8 +210,7 @@ export function createClientOverTransport(
         const resolved = await registry.resolveEntry({ did }, callOptions(call));
         return resolved.entry ?? create(EntrySchema);
       }),
-    versions: (did, call) =>
-      mappingErrors(async () => (await registry.listEntryVersions({ did }, callOptions(call))).versions),
+    versions: (did, call) => mappingErrors(async () => (await registry.listEntryVersions({ did }, callOptions(call))).versions),
     async revoke(did, call) {
       const privateKey = signingSeed(call.key, undefined);
       const signature = await signRevocation(did, call.reason, privateKey);
@@ -230,8 +223,7 @@ export function createClientOverTransport(
     discover: (request = {}, call) =>
       followCursors((cursor) => discoverPage({ ...request, cursor }, call).then((page) => [page.entries, page.nextCursor])),
     discoverPage,
-    query: (ql, call) =>
-      followCursors((cursor) => queryPage(ql, { ...call, cursor }).then((page) => [page.rows, page.nextCursor])),
+    query: (ql, call) => followCursors((cursor) => queryPage(ql, { ...call, cursor }).then((page) => [page.rows, page.nextCursor])),
     queryPage,
     issueToken,
     async proveEntry(did, call) {

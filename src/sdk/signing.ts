@@ -10,11 +10,7 @@ import {
   NON_CANONICAL_SCALAR_ERROR,
   SMALL_ORDER_NONCE_ERROR,
 } from "../domain/ed25519-strictness.js";
-import {
-  entrySigningPayload,
-  revocationSigningPayload,
-  type EntrySigningFields,
-} from "../domain/signing-payload.js";
+import { entrySigningPayload, revocationSigningPayload, type EntrySigningFields } from "../domain/signing-payload.js";
 
 /**
  * Client-side signing for registry entries and revocations. Runs in browsers as well as Node 20+:
@@ -51,10 +47,7 @@ export async function keyPairFromSeed(seed: Uint8Array): Promise<KeyPair> {
  * (`ed25519:<base64url>`). It does not check that the key belongs to `publisherDid`; the registry
  * verifies with the key inside `publisherDid`, so a mismatched key yields a refused entry.
  */
-export async function signEntry(
-  fields: EntrySigningFields,
-  privateKey: Uint8Array,
-): Promise<string> {
+export async function signEntry(fields: EntrySigningFields, privateKey: Uint8Array): Promise<string> {
   return signPayload(entrySigningPayload(fields), privateKey);
 }
 
@@ -62,11 +55,7 @@ export async function signEntry(
  * Signs a revocation. `entryDid` must be the DID exactly as it will be addressed in
  * `DELETE /v1/entries/{did}` (with or without `@version`), because that is what the server signs over.
  */
-export async function signRevocation(
-  entryDid: string,
-  reason: string,
-  privateKey: Uint8Array,
-): Promise<string> {
+export async function signRevocation(entryDid: string, reason: string, privateKey: Uint8Array): Promise<string> {
   return signPayload(revocationSigningPayload(entryDid, reason), privateKey);
 }
 
@@ -74,20 +63,12 @@ export async function signRevocation(
  * Whether `signature` is a valid signature of the entry by the key inside its `publisherDid`.
  * Malformed signatures and DIDs that are not Ed25519 `did:key`s give false rather than throwing.
  */
-export async function verifyEntrySignature(
-  fields: EntrySigningFields,
-  signature: string,
-): Promise<boolean> {
+export async function verifyEntrySignature(fields: EntrySigningFields, signature: string): Promise<boolean> {
   return verifyPayload(entrySigningPayload(fields), signature, fields.publisherDid);
 }
 
 /** Whether `signature` is a valid revocation of `entryDid` for `reason` by `signerDid`'s key. */
-export async function verifyRevocationSignature(
-  entryDid: string,
-  reason: string,
-  signature: string,
-  signerDid: string,
-): Promise<boolean> {
+export async function verifyRevocationSignature(entryDid: string, reason: string, signature: string, signerDid: string): Promise<boolean> {
   return verifyPayload(revocationSigningPayload(entryDid, reason), signature, signerDid);
 }
 
@@ -100,11 +81,7 @@ export async function verifyRevocationSignature(
  * accepting signatures whose R carries a small-order component that OpenSSL refuses. Never throws
  * on malformed input.
  */
-export async function verifyEd25519(
-  signature: Uint8Array,
-  message: Uint8Array,
-  publicKey: Uint8Array,
-): Promise<boolean> {
+export async function verifyEd25519(signature: Uint8Array, message: Uint8Array, publicKey: Uint8Array): Promise<boolean> {
   if (signature.length !== SIGNATURE_LENGTH || !hasCanonicalScalar(signature) || hasSmallOrderNonce(signature)) return false;
   const a = acceptedPublicKeyPoint(publicKey);
   if (a === undefined) return false;
@@ -163,11 +140,7 @@ async function signPayload(payload: Uint8Array, privateKey: Uint8Array): Promise
   return encodeSignature(await ed.signAsync(payload, checkedSeed(privateKey)));
 }
 
-async function verifyPayload(
-  payload: Uint8Array,
-  signature: string,
-  signerDid: string,
-): Promise<boolean> {
+async function verifyPayload(payload: Uint8Array, signature: string, signerDid: string): Promise<boolean> {
   const signatureBytes = decodeSignature(signature);
   const publicKey = ed25519KeyFromDid(signerDid);
   if ("error" in signatureBytes || "error" in publicKey) return false;

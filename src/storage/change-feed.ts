@@ -6,7 +6,6 @@ import type { ChangeFeed, ChangeListener } from "./entry-cache.js";
 // Also named in registry_create_entry (migration 0003), which notifies from inside the database.
 export const ENTRY_CHANGES_CHANNEL = "registry_entry_changes";
 
-
 /**
  * For a database only this process writes (embedded PGlite): the cache's own invalidation on
  * each write is complete, so the feed is always live and never reports anything.
@@ -39,9 +38,7 @@ class ChangeFeedHeartbeatError extends Error {}
  * reset, since notifications sent meanwhile are lost. A connection that stops answering the
  * heartbeat counts as down.
  */
-export async function createPostgresChangeFeed(
-  options: PostgresChangeFeedOptions,
-): Promise<ChangeFeed & { close(): Promise<void> }> {
+export async function createPostgresChangeFeed(options: PostgresChangeFeedOptions): Promise<ChangeFeed & { close(): Promise<void> }> {
   const listeners: ChangeListener[] = [];
   const maxBackoffMs = options.maxBackoffMs ?? 5_000;
   const heartbeatMs = options.heartbeatMs ?? 2_000;
@@ -97,7 +94,10 @@ export async function createPostgresChangeFeed(
       which
         .query("select 1")
         .catch((error: unknown) => {
-          lost(which, new ChangeFeedHeartbeatError(`the change feed's connection did not answer within ${heartbeatMs} ms`, { cause: error }));
+          lost(
+            which,
+            new ChangeFeedHeartbeatError(`the change feed's connection did not answer within ${heartbeatMs} ms`, { cause: error }),
+          );
         })
         .finally(() => (checking = false));
     };

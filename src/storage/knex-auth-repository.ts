@@ -14,14 +14,7 @@ interface RootTokenRow {
 }
 
 /** The columns a root token is read with: never the hash, which has no business leaving storage. */
-const ROOT_TOKEN_COLUMNS = [
-  "id",
-  "subject_did",
-  "scopes",
-  "description",
-  "created_at",
-  "revoked_at",
-] as const;
+const ROOT_TOKEN_COLUMNS = ["id", "subject_did", "scopes", "description", "created_at", "revoked_at"] as const;
 
 interface IssuerKeyRow {
   kid: string;
@@ -60,7 +53,10 @@ export function createKnexAuthRepository(knex: Knex): AuthRepository {
 
     findRootTokenById: (id) =>
       translateDriverErrors(async () => {
-        const row = await knex<RootTokenRow>("root_tokens").select(...ROOT_TOKEN_COLUMNS).where({ id }).first();
+        const row = await knex<RootTokenRow>("root_tokens")
+          .select(...ROOT_TOKEN_COLUMNS)
+          .where({ id })
+          .first();
         return row === undefined ? undefined : rootTokenFromRow(row as RootTokenRow);
       }),
 
@@ -109,11 +105,7 @@ export function createKnexAuthRepository(knex: Knex): AuthRepository {
 
     retireKey: (kid, at) =>
       translateDriverErrors(async () => {
-        const rows = await knex("issuer_keys")
-          .where({ kid })
-          .whereNull("retired_at")
-          .update({ retired_at: at })
-          .returning("kid");
+        const rows = await knex("issuer_keys").where({ kid }).whereNull("retired_at").update({ retired_at: at }).returning("kid");
         return rows.length > 0;
       }),
   };

@@ -1,12 +1,7 @@
 import type { Knex } from "knex";
 import { columnText, type Column } from "../discovery/query-language/ast.js";
 import type { DiscoveryPlan } from "../discovery/discovery-plan.js";
-import type {
-  DiscoveredPage,
-  DiscoveryRepository,
-  PageRequest,
-  ProjectedValues,
-} from "../discovery/discovery-repository.js";
+import type { DiscoveredPage, DiscoveryRepository, PageRequest, ProjectedValues } from "../discovery/discovery-repository.js";
 import type { StoredEntry } from "../entries/entry-repository.js";
 import { translateDriverErrors } from "./driver-errors.js";
 import { afterPositionSql, filterSql, orderBySql, orderKeys, projectedColumnSql, type SqlFragment } from "../discovery/discovery-sql.js";
@@ -52,15 +47,17 @@ export function createKnexDiscoveryRepository(knex: Knex, options: KnexDiscovery
       const total = page.countLimit === undefined ? undefined : await buildCountQuery(tx, plan, page.countLimit);
       const keyCount = orderKeys(plan.order).length;
       return {
-        rows: rows.map((row) => ({ values: read(row), position: Array.from({ length: keyCount }, (_, index) => String(row[keyAlias(index)])) })),
+        rows: rows.map((row) => ({
+          values: read(row),
+          position: Array.from({ length: keyCount }, (_, index) => String(row[keyAlias(index)])),
+        })),
         ...(total === undefined ? {} : { total: Number(total[0]?.count ?? 0) }),
       };
     });
   }
 
   return {
-    findEntries: (plan, page) =>
-      findPage<StoredEntry>(plan, page, ENTRY_COLUMNS, (row) => entryFromRow(row as unknown as EntryRow)),
+    findEntries: (plan, page) => findPage<StoredEntry>(plan, page, ENTRY_COLUMNS, (row) => entryFromRow(row as unknown as EntryRow)),
 
     findProjected(plan, page) {
       const columns = plan.projection === "entry" ? [] : plan.projection;
@@ -87,11 +84,17 @@ function projectedValues(columns: readonly Column[], row: Record<string, unknown
  * The SELECT of one page: the projection, each order key as text (its cursor form), the filter,
  * the keyset condition, the order, the size. Exported so the benchmark can EXPLAIN exactly it.
  */
-export function buildPageQuery(db: Knex | Knex.Transaction, plan: DiscoveryPlan, page: PageRequest, selectList: readonly SqlFragment[] = ENTRY_COLUMNS): Knex.QueryBuilder {
+export function buildPageQuery(
+  db: Knex | Knex.Transaction,
+  plan: DiscoveryPlan,
+  page: PageRequest,
+  selectList: readonly SqlFragment[] = ENTRY_COLUMNS,
+): Knex.QueryBuilder {
   const keys = orderKeys(plan.order);
   const query = db("entries");
   for (const item of selectList) query.select(db.raw(item.sql, bound(item)));
-  for (const [index, key] of keys.entries()) query.select(db.raw(`(${key.expression.sql})::text as ${keyAlias(index)}`, bound(key.expression)));
+  for (const [index, key] of keys.entries())
+    query.select(db.raw(`(${key.expression.sql})::text as ${keyAlias(index)}`, bound(key.expression)));
   if (plan.where !== undefined) {
     const where = filterSql(plan.where);
     query.whereRaw(where.sql, bound(where));

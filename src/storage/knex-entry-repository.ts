@@ -2,12 +2,7 @@ import type { Knex } from "knex";
 import { ENTRY_FIELDS, fieldByColumn } from "../domain/entry-fields.js";
 import type { ValidEntry } from "../domain/entry-rules.js";
 import { parseVersion } from "../domain/semver-order.js";
-import type {
-  EntryOwner,
-  EntryRepository,
-  Revocation,
-  StoredEntry,
-} from "../entries/entry-repository.js";
+import type { EntryOwner, EntryRepository, Revocation, StoredEntry } from "../entries/entry-repository.js";
 import { AlreadyExistsError, PermissionDeniedError } from "../errors.js";
 import { ENTRY_CHANGES_CHANNEL } from "./change-feed.js";
 import { isUniqueViolation, translateDriverErrors } from "./driver-errors.js";
@@ -36,9 +31,7 @@ export function createKnexEntryRepository(knex: Knex): EntryRepository {
 
     findLatest: (baseDid) =>
       translateDriverErrors(async () => {
-        const row = await knex<EntryRow>("entries")
-          .where({ base_did: baseDid, is_latest: true })
-          .first();
+        const row = await knex<EntryRow>("entries").where({ base_did: baseDid, is_latest: true }).first();
         return row === undefined ? undefined : entryFromRow(row);
       }),
 
@@ -53,17 +46,11 @@ export function createKnexEntryRepository(knex: Knex): EntryRepository {
 
     findOwner: (baseDid) =>
       translateDriverErrors(async () => {
-        const row = await knex("entry_names")
-          .select("publisher_did", "entry_type")
-          .where({ base_did: baseDid })
-          .first();
-        return row === undefined
-          ? undefined
-          : ({ publisherDid: row.publisher_did, entryType: row.entry_type } satisfies EntryOwner);
+        const row = await knex("entry_names").select("publisher_did", "entry_type").where({ base_did: baseDid }).first();
+        return row === undefined ? undefined : ({ publisherDid: row.publisher_did, entryType: row.entry_type } satisfies EntryOwner);
       }),
 
-    revoke: (baseDid, version, revocation) =>
-      translateDriverErrors(() => revoke(knex, baseDid, version, revocation)),
+    revoke: (baseDid, version, revocation) => translateDriverErrors(() => revoke(knex, baseDid, version, revocation)),
   };
 }
 
@@ -119,24 +106,21 @@ async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> 
   }
 }
 
-async function revoke(
-  knex: Knex,
-  baseDid: string,
-  version: string | undefined,
-  revocation: Revocation,
-): Promise<StoredEntry[]> {
+async function revoke(knex: Knex, baseDid: string, version: string | undefined, revocation: Revocation): Promise<StoredEntry[]> {
   return knex.transaction(async (tx) => {
     const name = await tx("entry_names").select("base_did").where({ base_did: baseDid }).forUpdate().first();
     if (name === undefined) return [];
     const addressed = (query: Knex.QueryBuilder) =>
-      version === undefined
-        ? query.where({ base_did: baseDid })
-        : query.where({ base_did: baseDid, version_key: versionKey(version) });
+      version === undefined ? query.where({ base_did: baseDid }) : query.where({ base_did: baseDid, version_key: versionKey(version) });
     const changed: { sequence: string }[] = await addressed(tx("entries"))
       .where({ status: "active" })
       .update({ status: "revoked", revoked_at: revocation.revokedAt, revocation_reason: revocation.reason }, ["sequence"]);
     await tx.raw("select registry_recompute_latest(?)", [baseDid]);
-    await appendRevocations(tx, changed.map((row) => row.sequence), revocation);
+    await appendRevocations(
+      tx,
+      changed.map((row) => row.sequence),
+      revocation,
+    );
     await notifyChange(tx, baseDid);
     const rows: EntryRow[] = await addressed(tx("entries")).select("*").orderBy("version_key", "desc");
     return rows.map(entryFromRow);
@@ -166,7 +150,5 @@ async function notifyChange(tx: Knex.Transaction, baseDid: string): Promise<void
 }
 
 function alreadyPublished(entry: ValidEntry): AlreadyExistsError {
-  return new AlreadyExistsError(
-    `${entry.entryDid} was already published; a version can be published only once, even after revocation`,
-  );
+  return new AlreadyExistsError(`${entry.entryDid} was already published; a version can be published only once, even after revocation`);
 }

@@ -19,7 +19,12 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
       try {
         const head: HeadRow = await knex("registry_tree_head").select("size", "root").first();
         const checkpoint = await createKnexTreeStore(knex).latestCheckpoint();
-        return { logSize: Number(await logSize(knex)), tree: treeHeadOf(head), checkpointNote: checkpoint?.note, sourceKey: await mirroredLogKey(knex) };
+        return {
+          logSize: Number(await logSize(knex)),
+          tree: treeHeadOf(head),
+          checkpointNote: checkpoint?.note,
+          sourceKey: await mirroredLogKey(knex),
+        };
       } catch (error) {
         throw translatedDriverError(error);
       }
@@ -32,12 +37,17 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
           await recordSource(tx, sourceKey);
           const head = treeHeadOf(await tx("registry_tree_head").select("size", "root").forUpdate().first());
           const records = Number(await logSize(tx));
-          if (records !== head.size) throw new MirrorRefusedError(`this database's log has ${records} records but its tree ${head.size}: it is not a mirror`);
+          if (records !== head.size)
+            throw new MirrorRefusedError(`this database's log has ${records} records but its tree ${head.size}: it is not a mirror`);
           const grown = await extend({ head, readHashes: storedHashReader(tx) });
           for (const change of changes) await applyChange(tx, change);
           await writeTreeGrowth(tx, grown.storedHashes, grown.head);
           if (checkpointNote !== undefined) {
-            await tx("registry_checkpoints").insert({ size: String(grown.head.size), root: Buffer.from(grown.head.root), note: checkpointNote });
+            await tx("registry_checkpoints").insert({
+              size: String(grown.head.size),
+              root: Buffer.from(grown.head.root),
+              note: checkpointNote,
+            });
           }
           // Caches and live change feeds of servers on this database learn of the changes as of a local write.
           for (const baseDid of new Set(changes.map((change) => change.entry.baseDid))) {
@@ -48,7 +58,8 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
         if (error instanceof MirrorRefusedError) throw error;
         const constraint = violatedUniqueConstraint(error);
         // Not the database's state but the mirror's own writes: said as such, never as an outage.
-        if (constraint !== undefined) throw new Error(`the mirror's batch broke the unique constraint ${constraint}; nothing of it was written`, { cause: error });
+        if (constraint !== undefined)
+          throw new Error(`the mirror's batch broke the unique constraint ${constraint}; nothing of it was written`, { cause: error });
         throw translatedDriverError(error);
       }
     },
@@ -99,7 +110,8 @@ async function writeChange(tx: Knex.Transaction, change: MirroredChange): Promis
       .onConflict("base_did")
       .ignore();
     const owner: { publisher_did: string } = await tx("entry_names").select("publisher_did").where("base_did", entry.baseDid).first();
-    if (owner.publisher_did !== entry.publisherDid) throw new MirrorRefusedError(`record ${change.index}: ${entry.baseDid} belongs to another publisher here`);
+    if (owner.publisher_did !== entry.publisherDid)
+      throw new MirrorRefusedError(`record ${change.index}: ${entry.baseDid} belongs to another publisher here`);
     const row: EntryRow = {
       ...createArgumentsOf(entry),
       sequence: state.sequence.toString(),

@@ -66,7 +66,11 @@ export function createKnexTreeStore(knex: Knex): TreeStore {
                 "update registry_log as l set record = decode(v.h, 'hex') from unnest(?::bigint[], ?::text[]) as v(i, h) where l.log_index = v.i",
                 [records.map((record) => String(record.index)), records.map((record) => hex(record.bytes))],
               );
-              await tx("registry_checkpoints").insert({ size: String(checkpoint.size), root: Buffer.from(checkpoint.root), note: checkpoint.note });
+              await tx("registry_checkpoints").insert({
+                size: String(checkpoint.size),
+                root: Buffer.from(checkpoint.root),
+                note: checkpoint.note,
+              });
             },
           });
         }),
@@ -78,7 +82,9 @@ export function createKnexTreeStore(knex: Knex): TreeStore {
           .select("size", "root", "note")
           .orderBy("size", "desc")
           .first();
-        return row === undefined ? undefined : ({ size: Number(row.size), root: new Uint8Array(row.root), note: row.note } satisfies SignedCheckpoint);
+        return row === undefined
+          ? undefined
+          : ({ size: Number(row.size), root: new Uint8Array(row.root), note: row.note } satisfies SignedCheckpoint);
       }),
 
     records: (from, count) =>
@@ -88,7 +94,8 @@ export function createKnexTreeStore(knex: Knex): TreeStore {
           .where("log_index", ">=", String(from))
           .andWhere("log_index", "<", String(from + count))
           .orderBy("log_index");
-        if (rows.length !== count || rows.some((row) => row.record === null)) throw new Error(`records [${from}, ${from + count}) are not all integrated`);
+        if (rows.length !== count || rows.some((row) => row.record === null))
+          throw new Error(`records [${from}, ${from + count}) are not all integrated`);
         return rows.map((row) => new Uint8Array(row.record as Buffer));
       }),
 

@@ -20,7 +20,8 @@ export async function preparedQuery<T>(knex: Knex, name: string, text: string, v
     releaseConnection(connection: PgConnection): Promise<void>;
   };
   const connection = await client.acquireConnection();
-  const event = knex.listenerCount("query") === 0 ? undefined : { __knexQueryUid: randomUUID(), method: "raw", sql: text, bindings: values };
+  const event =
+    knex.listenerCount("query") === 0 ? undefined : { __knexQueryUid: randomUUID(), method: "raw", sql: text, bindings: values };
   try {
     if (event !== undefined) knex.emit("query", event);
     const result = await connection.query({ name, text, values });

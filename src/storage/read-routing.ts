@@ -112,10 +112,7 @@ const noVersions = { askPrimaryIf: (versions: readonly unknown[]) => versions.le
  * its entry, as npm users expect of `npm publish` then `npm view`. It costs a primary read per
  * "not found", which the per-address read limit bounds.
  */
-export function createReplicaRoutedEntryRepository(
-  router: ReadRouter<EntryRepository>,
-  freshness: ReplicaFreshness,
-): EntryRepository {
+export function createReplicaRoutedEntryRepository(router: ReadRouter<EntryRepository>, freshness: ReplicaFreshness): EntryRepository {
   const { primary } = router;
   return {
     async createEntry(entry) {
@@ -136,8 +133,7 @@ export function createReplicaRoutedEntryRepository(
     findLatest: (baseDid) => router.read((repository) => repository.findLatest(baseDid), freshness.primaryReason(baseDid), missing),
     findVersion: (baseDid, version) =>
       router.read((repository) => repository.findVersion(baseDid, version), freshness.primaryReason(baseDid), missing),
-    listVersions: (baseDid) =>
-      router.read((repository) => repository.listVersions(baseDid), freshness.primaryReason(baseDid), noVersions),
+    listVersions: (baseDid) => router.read((repository) => repository.listVersions(baseDid), freshness.primaryReason(baseDid), noVersions),
   };
 }
 

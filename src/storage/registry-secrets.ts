@@ -8,7 +8,10 @@ import { translateDriverErrors } from "./driver-errors.js";
  */
 export function loadOrCreateSecret(knex: Knex, name: string, bytes = 32): Promise<Buffer> {
   return translateDriverErrors(async () => {
-    await knex("registry_secrets").insert({ name, secret: randomBytes(bytes) }).onConflict("name").ignore();
+    await knex("registry_secrets")
+      .insert({ name, secret: randomBytes(bytes) })
+      .onConflict("name")
+      .ignore();
     const row = await knex("registry_secrets").select("secret").where({ name }).first();
     return row.secret as Buffer;
   });

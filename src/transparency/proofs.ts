@@ -1,11 +1,5 @@
 import { MerkleRangeError, assertTreeNumber, largestPowerOfTwoBelow, type MerkleHasher } from "./merkle.js";
-import {
-  coveringSubtrees,
-  foldSubtreeHashes,
-  readStoredHashes,
-  type HashReader,
-  type LeafRange,
-} from "./stored-hashes.js";
+import { coveringSubtrees, foldSubtreeHashes, readStoredHashes, type HashReader, type LeafRange } from "./stored-hashes.js";
 
 /**
  * Roots and proofs for any tree size the log has reached, computed from stored hashes. Each answer
@@ -21,12 +15,7 @@ export async function rootHash(size: number, reader: HashReader, hasher: MerkleH
 }
 
 /** RFC 9162 PATH(index, D[0:size]): sibling hashes from the leaf up to the root. */
-export async function inclusionProof(
-  index: number,
-  size: number,
-  reader: HashReader,
-  hasher: MerkleHasher,
-): Promise<Uint8Array[]> {
+export async function inclusionProof(index: number, size: number, reader: HashReader, hasher: MerkleHasher): Promise<Uint8Array[]> {
   return rangeHashes(inclusionProofRanges(index, size), reader, hasher);
 }
 
@@ -34,12 +23,7 @@ export async function inclusionProof(
  * RFC 9162 PROOF(oldSize, D[0:newSize]). Empty when oldSize is 0 or equals newSize, which is what
  * verifyConsistency expects in those cases.
  */
-export async function consistencyProof(
-  oldSize: number,
-  newSize: number,
-  reader: HashReader,
-  hasher: MerkleHasher,
-): Promise<Uint8Array[]> {
+export async function consistencyProof(oldSize: number, newSize: number, reader: HashReader, hasher: MerkleHasher): Promise<Uint8Array[]> {
   return rangeHashes(consistencyProofRanges(oldSize, newSize), reader, hasher);
 }
 
@@ -92,11 +76,7 @@ export function consistencyProofRanges(oldSize: number, newSize: number): LeafRa
   return ranges.reverse();
 }
 
-async function rangeHashes(
-  ranges: readonly LeafRange[],
-  reader: HashReader,
-  hasher: MerkleHasher,
-): Promise<Uint8Array[]> {
+async function rangeHashes(ranges: readonly LeafRange[], reader: HashReader, hasher: MerkleHasher): Promise<Uint8Array[]> {
   const perRange = ranges.map((range) => coveringSubtrees(range));
   const hashes = await readStoredHashes(reader, perRange.flat());
   let next = 0;

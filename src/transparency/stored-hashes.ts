@@ -68,10 +68,7 @@ export function foldSubtreeHashes(hashes: readonly Uint8Array[], hasher: MerkleH
 }
 
 /** Reads addresses in one call and checks the reader kept its side of the bargain. */
-export async function readStoredHashes(
-  reader: HashReader,
-  addresses: readonly StoredHashAddress[],
-): Promise<readonly Uint8Array[]> {
+export async function readStoredHashes(reader: HashReader, addresses: readonly StoredHashAddress[]): Promise<readonly Uint8Array[]> {
   if (addresses.length === 0) return [];
   const hashes = await reader.readHashes(addresses);
   if (hashes.length !== addresses.length) {
@@ -123,7 +120,13 @@ export async function appendLeaves(
       edge.push({ level, hash });
     }
   }
-  const root = edge.length === 0 ? hasher.emptyRoot() : foldSubtreeHashes(edge.map((node) => node.hash), hasher);
+  const root =
+    edge.length === 0
+      ? hasher.emptyRoot()
+      : foldSubtreeHashes(
+          edge.map((node) => node.hash),
+          hasher,
+        );
   return { storedHashes, size, root };
 }
 

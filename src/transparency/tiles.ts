@@ -29,7 +29,9 @@ export function entryBundlePath(index: number, width: number): string {
   return `tile/entries/${encodeTileIndex(index)}${partialSuffix(width)}`;
 }
 
-export type ParsedTilePath = ({ readonly kind: "hashes" } & TileId) | { readonly kind: "entries"; readonly index: number; readonly width: number };
+export type ParsedTilePath =
+  | ({ readonly kind: "hashes" } & TileId)
+  | { readonly kind: "entries"; readonly index: number; readonly width: number };
 
 /**
  * The tile a request path names, or undefined unless the path is exactly the canonical spelling

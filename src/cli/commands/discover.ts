@@ -23,7 +23,12 @@ export function registerDiscoverCommand(program: Command, context: CliContext): 
         .description("find entries by conditions (ANDed), newest first")
         .option("--type <entryType>", "only entries of this type")
         .option("--tag <tag>", "entries whose tags contain this one (repeatable)", collect, [])
-        .option("--where <condition>", "'field op value', e.g. 'publishedAt >= 2026-01-01' or 'version IN 1.0.0,2.0.0' (repeatable)", collect, [])
+        .option(
+          "--where <condition>",
+          "'field op value', e.g. 'publishedAt >= 2026-01-01' or 'version IN 1.0.0,2.0.0' (repeatable)",
+          collect,
+          [],
+        )
         .option("--status <status>", "only active or only revoked entries")
         .option("--include-revoked", "show revoked entries too"),
     ),

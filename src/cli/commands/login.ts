@@ -30,7 +30,10 @@ export function registerLoginCommand(program: Command, context: CliContext): voi
       const { runClientCommand } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, registry, json, printJson }) => {
         const rootToken = await rootTokenOf(options, context);
-        const scopes = options.scopes.split(",").map((scope) => scope.trim()).filter((scope) => scope !== "");
+        const scopes = options.scopes
+          .split(",")
+          .map((scope) => scope.trim())
+          .filter((scope) => scope !== "");
         const issued = await client.issueToken(rootToken, { scopes });
         await saveCredentials(context, registry, {
           rootToken,

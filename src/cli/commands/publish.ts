@@ -24,10 +24,7 @@ export function registerPublishCommand(program: Command, context: CliContext): v
       .option("--content <file|dir>", "compute contentHash from this file, or directory (see docs/cli.md for how)")
       .option("--key <key>", SIGNING_KEY_HELP),
   )
-    .addHelpText(
-      "after",
-      "\npublishedAt is set to now (to the second) when the manifest has none, and publisherDid to the key's DID.",
-    )
+    .addHelpText("after", "\npublishedAt is set to now (to the second) when the manifest has none, and publisherDid to the key's DID.")
     .action(async (manifest: string, options: PublishOptions) => {
       const { entryJson, runClientCommand } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, registry, json, printJson }) => {

@@ -16,7 +16,12 @@ export function registerRootTokenCommand(program: Command, context: CliContext):
     .command("create")
     .description("create a root token; prints it, and only it, on stdout (shown this once)")
     .requiredOption("--subject <did:key>", "the publisher's DID the access tokens will carry")
-    .requiredOption("--scopes <a,b>", "registry.publish.<entryType>, registry.publish.*, registry.admin (comma-separated or repeated)", collect, [])
+    .requiredOption(
+      "--scopes <a,b>",
+      "registry.publish.<entryType>, registry.publish.*, registry.admin (comma-separated or repeated)",
+      collect,
+      [],
+    )
     .option("--description <text>", "a note for whoever lists the tokens later")
     .option("--verbose", VERBOSE_HELP)
     .addHelpText("after", ROOT_TOKEN_NOTES)

@@ -15,7 +15,10 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
         "prove an entry version's current state from the transparency log: its record's inclusion in the latest signed checkpoint, the checkpoint's signature and the publisher's signature",
       )
       .argument("<did>", "did:reg:<network>:<type>:<name>[@<version>] (without @version, the latest)")
-      .option("--log-key <key>", "the log's verifier key to trust (default: REGISTRY_LOG_KEY, else the one the server publishes, which proves less)"),
+      .option(
+        "--log-key <key>",
+        "the log's verifier key to trust (default: REGISTRY_LOG_KEY, else the one the server publishes, which proves less)",
+      ),
   )
     .addHelpText("after", "\nExit code 6 when anything does not verify. docs/transparency.md says what is proved.")
     .action(async (did: string, options: VerifyOptions) => {
@@ -26,13 +29,25 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
         const versioned = did.includes("@") ? did : (await client.resolve(did)).entryDid;
         const logKey = options.logKey ?? (context.env.REGISTRY_LOG_KEY || undefined);
         const proved = await client.proveEntry(versioned, { logKey }).catch((error: unknown) => {
-          if (error instanceof LogVerificationError) throw new CliFailure(`${versioned} does not verify: ${error.message}`, EXIT.unverified);
+          if (error instanceof LogVerificationError)
+            throw new CliFailure(`${versioned} does not verify: ${error.message}`, EXIT.unverified);
           throw error;
         });
         const { record, checkpoint } = proved;
-        if (!proved.pinned) context.stderr`registry: the log key came from the server itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${proved.logKey}\n`;
+        if (!proved.pinned)
+          context.stderr`registry: the log key came from the server itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${proved.logKey}\n`;
         if (json) {
-          printJson({ verified: true, did: versioned, index: record.index, kind: record.kind, treeSize: checkpoint.treeSize, origin: checkpoint.origin, logKey: proved.logKey, pinned: proved.pinned, record });
+          printJson({
+            verified: true,
+            did: versioned,
+            index: record.index,
+            kind: record.kind,
+            treeSize: checkpoint.treeSize,
+            origin: checkpoint.origin,
+            logKey: proved.logKey,
+            pinned: proved.pinned,
+            record,
+          });
           return;
         }
         if (record.entry.status === "revoked") context.stdout`verified ${versioned} (revoked: ${record.entry.revocationReason ?? ""})\n`;

@@ -18,34 +18,34 @@ export function registerWaitCommand(program: Command, context: CliContext): void
     .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:$PORT, 8080 without PORT)")
     .option("--json", 'print {"registry", "ready": true} on stdout')
     .action(async (options: WaitOptions) => {
-    let registry: string;
-    try {
-      registry = registryUrl(options.registry, context);
-    } catch (error) {
-      if (!(error instanceof CliFailure)) throw error;
-      context.stderr`registry: ${error.message}\n`;
-      context.exitCode = error.exitCode;
-      return;
-    }
-    const deadline = Date.now() + options.timeout;
-    let last = "no answer yet";
-    for (;;) {
-      const attempt = await readiness(registry);
-      if (attempt === "ready") {
-        if (options.json === true) context.stdout(`${JSON.stringify({ registry, ready: true })}\n`);
-        else context.stdout`${registry} is ready\n`;
-        context.exitCode = EXIT.ok;
+      let registry: string;
+      try {
+        registry = registryUrl(options.registry, context);
+      } catch (error) {
+        if (!(error instanceof CliFailure)) throw error;
+        context.stderr`registry: ${error.message}\n`;
+        context.exitCode = error.exitCode;
         return;
       }
-      last = attempt;
-      if (Date.now() + POLL_INTERVAL_MS > deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
-    }
-    const message = `${registry} was not ready within ${options.timeout} ms (last: ${last})`;
-    if (options.json === true) context.stderr(`${JSON.stringify({ error: { code: "unavailable", message } })}\n`);
-    else context.stderr`registry: ${message}\n`;
-    context.exitCode = EXIT.serverOrNetwork;
-  });
+      const deadline = Date.now() + options.timeout;
+      let last = "no answer yet";
+      for (;;) {
+        const attempt = await readiness(registry);
+        if (attempt === "ready") {
+          if (options.json === true) context.stdout(`${JSON.stringify({ registry, ready: true })}\n`);
+          else context.stdout`${registry} is ready\n`;
+          context.exitCode = EXIT.ok;
+          return;
+        }
+        last = attempt;
+        if (Date.now() + POLL_INTERVAL_MS > deadline) break;
+        await new Promise((resolve) => setTimeout(resolve, POLL_INTERVAL_MS));
+      }
+      const message = `${registry} was not ready within ${options.timeout} ms (last: ${last})`;
+      if (options.json === true) context.stderr(`${JSON.stringify({ error: { code: "unavailable", message } })}\n`);
+      else context.stderr`registry: ${message}\n`;
+      context.exitCode = EXIT.serverOrNetwork;
+    });
 }
 
 /** "ready", or what the registry (or the network) answered instead. */

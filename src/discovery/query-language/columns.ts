@@ -82,7 +82,9 @@ export function columnProblem(column: Column): PredicateProblem | undefined {
   return resolveColumn(column).problem;
 }
 
-type ResolvedColumn = { readonly kind: ColumnKind; readonly problem?: undefined } | { readonly kind?: undefined; readonly problem: PredicateProblem };
+type ResolvedColumn =
+  | { readonly kind: ColumnKind; readonly problem?: undefined }
+  | { readonly kind?: undefined; readonly problem: PredicateProblem };
 
 function resolveColumn(column: Column): ResolvedColumn {
   if (column.kind === "data") {
@@ -93,7 +95,9 @@ function resolveColumn(column: Column): ResolvedColumn {
   const kind = COLUMN_KINDS[column.name];
   if (kind !== undefined) return { kind };
   const expected = `a column (${COLUMN_NAMES.join(", ")} or data.<key>)`;
-  return { problem: { part: "column", expected, error: QueryError.expected(column.position, expected, `unknown column '${column.name}'`) } };
+  return {
+    problem: { part: "column", expected, error: QueryError.expected(column.position, expected, `unknown column '${column.name}'`) },
+  };
 }
 
 /**
@@ -279,7 +283,14 @@ export function isDateOrTime(value: string): boolean {
   const [, day, hour, minute, second, , , offsetHour, offsetMinute] = time;
   const inRange = (text: string | undefined, max: number): boolean => text === undefined || Number(text) <= max;
   // Second 60 is a leap second, which RFC 3339 allows.
-  return isCalendarDate(day!) && inRange(hour, 23) && inRange(minute, 59) && inRange(second, 60) && inRange(offsetHour, 23) && inRange(offsetMinute, 59);
+  return (
+    isCalendarDate(day!) &&
+    inRange(hour, 23) &&
+    inRange(minute, 59) &&
+    inRange(second, 60) &&
+    inRange(offsetHour, 23) &&
+    inRange(offsetMinute, 59)
+  );
 }
 
 /** Date.UTC rolls 2026-02-30 over into March, so a round trip exposes impossible dates. */

@@ -2,8 +2,24 @@ import type { SourcePosition } from "./ast.js";
 import { QueryError } from "./query-error.js";
 
 export const KEYWORDS = [
-  "SELECT", "FROM", "WHERE", "AND", "OR", "NOT", "IN", "LIKE", "IS", "NULL", "CONTAINS",
-  "ORDER", "BY", "ASC", "DESC", "LIMIT", "TRUE", "FALSE",
+  "SELECT",
+  "FROM",
+  "WHERE",
+  "AND",
+  "OR",
+  "NOT",
+  "IN",
+  "LIKE",
+  "IS",
+  "NULL",
+  "CONTAINS",
+  "ORDER",
+  "BY",
+  "ASC",
+  "DESC",
+  "LIMIT",
+  "TRUE",
+  "FALSE",
 ] as const;
 
 export type Keyword = (typeof KEYWORDS)[number];
@@ -119,7 +135,8 @@ class Lexer {
       if (c === undefined) throw QueryError.expected(position, "closing quote for the string starting here", "end of query");
       // Refused here, before any message can quote the string: an unpaired surrogate is not text,
       // cannot be stored or compared in Postgres, and breaks the percent-encoding of gRPC messages.
-      if (isLoneSurrogate(c)) throw QueryError.expected(this.position(), "Unicode text in the string", `unpaired surrogate ${describeCharacter(c)}`);
+      if (isLoneSurrogate(c))
+        throw QueryError.expected(this.position(), "Unicode text in the string", `unpaired surrogate ${describeCharacter(c)}`);
       this.advance(1);
       if (c !== "'") {
         value += c;

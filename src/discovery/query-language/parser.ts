@@ -1,13 +1,4 @@
-import type {
-  Column,
-  ComparisonOperator,
-  Expr,
-  Literal,
-  OrderItem,
-  Predicate,
-  Query,
-  SourcePosition,
-} from "./ast.js";
+import type { Column, ComparisonOperator, Expr, Literal, OrderItem, Predicate, Query, SourcePosition } from "./ast.js";
 import { describeToken, tokenize, type Keyword, type Punctuation, type Token } from "./lexer.js";
 import { QueryError } from "./query-error.js";
 
