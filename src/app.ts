@@ -1,6 +1,5 @@
 import { setMaxListeners } from "node:events";
 import type { AddressInfo } from "node:net";
-import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createAccessTokenVerifier } from "./auth/access-token-verifier.js";
 import { createKnexAuthRepository } from "./storage/knex-auth-repository.js";
 import { createTokenIssuer } from "./auth/token-issuer.js";
@@ -10,25 +9,28 @@ import { ConfigError, type RegistryConfig } from "./config.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./discovery/page-cursor.js";
-import { createErrorMappingInterceptor, streamDecodeErrorInterceptor, toConnectError } from "./edge/error-mapping.js";
-import { addressKey, contextValuesFor, createClientAddressResolver, createTrustedProxyTest } from "./edge/client-address.js";
-import { createExchangeLimit, createRateLimitInterceptor, createWriteLimit, type ExchangeLimit, type WriteLimit } from "./edge/rate-limit-interceptor.js";
-import { ADDRESS_LIMITS } from "./edge/method-policies.js";
+import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
+import { addressKey, createClientAddressResolver, createTrustedProxyTest } from "./edge/client-address.js";
+import {
+  createExchangeLimit,
+  createRateLimitInterceptor,
+  createWriteLimit,
+  type ExchangeLimit,
+  type WriteLimit,
+} from "./edge/rate-limit-interceptor.js";
+import { ADDRESS_LIMITS, KEPT_READS } from "./edge/method-policies.js";
 import { createMemoryBucketStore, type BucketStore } from "./rate-limits/bucket-store.js";
 import { createPostgresBucketStore } from "./storage/postgres-bucket-store.js";
 import { createRedisBucketStore } from "./storage/redis-bucket-store.js";
 import { createRateLimiter, type RateLimiter, type RateLimitPolicyLimits } from "./rate-limits/rate-limiter.js";
 import { createHealthService } from "./edge/health-service.js";
 import { createProtocolServer } from "./transport/protocol-server.js";
-import { reflectionServiceDescriptors, registerReflection } from "./edge/reflection-service.js";
 import { createRegistryServiceImpl } from "./edge/registry-service-handlers.js";
 import { createRequestPipeline } from "./edge/request-pipeline.js";
-import { createRestTranscoder } from "./edge/rest-transcoder.js";
-import { servedService, unaryMethodsByPath, type ServedService } from "./edge/served-services.js";
-import { createUnaryInvoker } from "./transport/unary-invoker.js";
+import { createRpcPipelines } from "./edge/rpc-pipelines.js";
+import { servedService, type ServedService } from "./edge/served-services.js";
 import { useNodeTextEncoding } from "./transport/node-text-encoding.js";
-import { registryMessageCodec } from "./edge/rpc/message-codec.js";
-import { createAdapterOutcomeInterceptor, createCallObserver, createRefusalReporter, withAdapterObservation } from "./edge/observability.js";
+import { createCallObserver, createRefusalReporter } from "./edge/observability.js";
 import { countedRateLimiter, createMetrics, knexPoolStats, type RegistryMetrics } from "./observability/metrics.js";
 import { startMetricsServer, type MetricsServer } from "./observability/metrics-server.js";
 import type { Tracing } from "./observability/tracing.js";
@@ -42,7 +44,7 @@ import { createKnexChangeLog } from "./storage/knex-change-log.js";
 import type { ChangeFeed } from "./storage/entry-cache.js";
 import { createChangeLogService, type ChangeLogLimits, type ChangeLogService } from "./changes/change-log-service.js";
 import { createChangeStream } from "./edge/change-stream.js";
-import { createFeedStreamGuard, endAdapterExchange, endExchangeKey } from "./edge/feed-stream-guard.js";
+import { createFeedStreamGuard } from "./edge/feed-stream-guard.js";
 import { createStreamAdmission } from "./edge/stream-admission.js";
 import { createLogIntegrator, signEmptyTreeCheckpoint } from "./changes/log-integrator.js";
 import { createReadOnlyEntryRepository } from "./entries/read-only-entry-repository.js";
@@ -139,12 +141,13 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const limitRead = limiter?.policies.has("reads") ? createExchangeLimit(limiter, "reads", resolveClientAddress) : undefined;
   const adminCredential = adminApiOn ? generateAdminCredential() : undefined;
   const adminVerifier = adminCredential === undefined ? undefined : createAdminCredentialVerifier(adminCredential);
-  // Every call the adapter serves reads the client's address: the feed's streams are capped by it.
-  const addressValues = contextValuesFor(resolveClientAddress);
-  // The unary path reads it only for the per-address limits and the admin API's limit on wrong
-  // credentials, so calls with neither pay for none.
-  const contextValues = limiter === undefined && adminVerifier === undefined ? undefined : addressValues;
-  const { services, close: closeServices, quiesce, changeFeed, logFiles } = await createServices(
+  const {
+    services,
+    close: closeServices,
+    quiesce,
+    changeFeed,
+    logFiles,
+  } = await createServices(
     config,
     { primary: database, replicas, routing },
     { repository: entryStore.repository, feed: entryStore.feed },
@@ -153,16 +156,9 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     logger,
   );
   const addressLimits = ADDRESS_LIMITS.filter(({ policy }) => limiter?.policies.has(policy));
-  // The limiter runs first (outermost): a refused call costs nothing more, and its headers reach
-  // every answer, errors (already mapped to Connect errors) included.
-  const interceptors = [
-    ...(limiter === undefined || addressLimits.length === 0 ? [] : [createRateLimitInterceptor({ limiter, limits: addressLimits })]),
-    createErrorMappingInterceptor((error) => logger.error("request failed", describeError(error))),
-  ];
+  const logUnexpected = (error: unknown) => logger.error("request failed", describeError(error));
   const isReady = () => database.ping(config.readinessTimeoutMs).then(() => true);
   const health = createHealthService(isReady, { services: services.map(({ service }) => service.typeName) });
-
-  const logUnexpected = (error: unknown) => logger.error("request failed", describeError(error));
   // Kept answers follow the entry cache's invalidations, so there are none without it.
   const answers =
     entryStore.changes === undefined || config.answerCacheSize === 0
@@ -173,40 +169,27 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
           maxBytes: config.answerCacheMb * 1024 * 1024,
           onRead: (kept) => metrics.answerCacheRead(kept),
         });
-  const invoke = createUnaryInvoker({
-    interceptors,
-    shutdownSignal: shutdown.signal,
-    contextValues,
-    onUnexpectedError: logUnexpected,
-  });
-  const rpcServices = [...services.map(({ service }) => service), Health, ...reflectionServiceDescriptors];
-  const adapter = connectNodeAdapter({
-    routes: (router) => {
-      for (const { service, impl } of services) router.service(service, impl as never);
-      router.service(Health, health);
-      registerReflection(router, [...services.map(({ service }) => service), Health]);
-    },
-    // Outermost, so it records the outcome every other interceptor produced.
+  const pipelines = createRpcPipelines({
+    services: [...services, servedService(Health, health)].map((served) => answers?.decorate(served, KEPT_READS) ?? served),
+    // The limiter runs first (outermost): a refused call costs nothing more, and its headers reach
+    // every answer, errors (already mapped to Connect errors) included.
     interceptors: [
-      createAdapterOutcomeInterceptor(),
-      ...interceptors,
-      createFeedStreamGuard({ methods: [ChangeFeedService.method.watchChanges], admission: streams, stallTimeoutMs: config.streamStallTimeoutMs }),
-      streamDecodeErrorInterceptor,
+      ...(limiter === undefined || addressLimits.length === 0 ? [] : [createRateLimitInterceptor({ limiter, limits: addressLimits })]),
+      createErrorMappingInterceptor(logUnexpected),
     ],
-    jsonOptions: { alwaysEmitImplicit: true },
-    readMaxBytes: config.maxBodyBytes,
-    shutdownSignal: shutdown.signal,
-    contextValues: (req) => {
-      const values = addressValues({ headers: req.headers, remoteAddress: req.socket?.remoteAddress });
-      values.set(endExchangeKey, () => endAdapterExchange(req));
-      return withAdapterObservation(values, req);
-    },
-  });
-  const transcoder = createRestTranscoder({
-    services,
-    invoke,
-    answers,
+    streamInterceptors: [
+      createFeedStreamGuard({
+        methods: [ChangeFeedService.method.watchChanges],
+        admission: streams,
+        stallTimeoutMs: config.streamStallTimeoutMs,
+      }),
+    ],
     maxBodyBytes: config.maxBodyBytes,
+    shutdownSignal: shutdown.signal,
+    resolveClientAddress,
+    // The per-address limits and the admin API's limit on wrong credentials read it; calls with
+    // neither pay for none.
+    unaryReadsAddress: limiter !== undefined || adminVerifier !== undefined,
     log: logUnexpected,
   });
   tracing?.traceQueries(database.knex, "primary");
@@ -216,17 +199,11 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const server = createProtocolServer(
     createRequestPipeline({
       corsOrigins: config.corsOrigins,
-      rpc: {
-        invoke,
-        codec: registryMessageCodec,
-        answers,
-        maxBodyBytes: config.maxBodyBytes,
-        mapError: (error) => toConnectError(error, logUnexpected),
-      },
-      unaryMethods: unaryMethodsByPath([...services, servedService(Health, health)]),
-      adapterPaths: new Set(rpcServices.flatMap((service) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
-      adapter,
-      rest: transcoder,
+      rpc: pipelines.rpc,
+      unaryMethods: pipelines.unaryMethods,
+      adapterPaths: pipelines.adapterPaths,
+      adapter: pipelines.adapter,
+      rest: pipelines.rest,
       logFiles,
       changeStream:
         changeFeed === undefined
@@ -253,7 +230,10 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       metrics: config.metricsPort === undefined ? metrics : undefined,
     }),
     config,
-    { onRefusal: createRefusalReporter(logger, metrics), addressKeyOf: (address) => (isTrustedProxy(address) ? undefined : addressKey(address)) },
+    {
+      onRefusal: createRefusalReporter(logger, metrics),
+      addressKeyOf: (address) => (isTrustedProxy(address) ? undefined : addressKey(address)),
+    },
   );
   /** Everything the server was built on, closed once it no longer serves (or never could). */
   const release = async () => {
@@ -330,7 +310,8 @@ function servesAdminApi(config: RegistryConfig, options: StartOptions): boolean 
   if (config.adminApi === false) return false;
   const inMemory = config.dataDir === "" || config.dataDir.startsWith("memory://");
   if (config.adminApi === true) {
-    if (inMemory) throw new ConfigError("ADMIN_API=true needs REGISTRY_DATA_DIR to name a directory: the admin credential is written there");
+    if (inMemory)
+      throw new ConfigError("ADMIN_API=true needs REGISTRY_DATA_DIR to name a directory: the admin credential is written there");
     return true;
   }
   return options.database === undefined && config.databaseUrl === "" && !inMemory;
@@ -358,7 +339,10 @@ async function openReplicas(config: RegistryConfig, primary: Database, logger: L
   const replicas = await openReadReplicas(config.databaseReadUrls, databaseOptions(config, logger));
   try {
     await checkSameCluster(primary, replicas, (replica, error) =>
-      logger.warn("read replica unreachable at start; reads go to the primary until it answers", { replica: replica + 1, ...describeError(error) }),
+      logger.warn("read replica unreachable at start; reads go to the primary until it answers", {
+        replica: replica + 1,
+        ...describeError(error),
+      }),
     );
   } catch (error) {
     await Promise.all(replicas.map((replica) => replica.close()));
@@ -418,7 +402,6 @@ async function prepareSchema(config: RegistryConfig, database: Database): Promis
     );
   }
 }
-
 
 /**
  * Reads wait little for the limiter's store: it must not add their latency. Writes and token
@@ -497,10 +480,15 @@ async function openEntryRepository(config: RegistryConfig, databases: Databases,
     const freshness = createReplicaFreshness({
       feed,
       positions: createWalPositions(database, replicas),
-      onError: (error) => logger.warn("cannot read the replicas' positions; changed entries are read from the primary meanwhile", describeError(error)),
+      onError: (error) =>
+        logger.warn("cannot read the replicas' positions; changed entries are read from the primary meanwhile", describeError(error)),
     });
     closeFreshness = () => freshness.close();
-    const router = createReadRouter(primary, replicas.map((replica) => createKnexEntryRepository(replica.knex)), databases.routing);
+    const router = createReadRouter(
+      primary,
+      replicas.map((replica) => createKnexEntryRepository(replica.knex)),
+      databases.routing,
+    );
     repository = createReplicaRoutedEntryRepository(router, freshness);
   }
   if (!cached) {
@@ -552,8 +540,7 @@ async function createServices(
   const services: ServedService[] = [];
   const none = { services, quiesce: () => {}, close: async () => {} };
   const authRepository = createKnexAuthRepository(database.knex);
-  const issuer =
-    config.role === "registry" ? undefined : createTokenIssuer({ repository: authRepository, config });
+  const issuer = config.role === "registry" ? undefined : createTokenIssuer({ repository: authRepository, config });
   if (issuer !== undefined) {
     services.push(servedService(TokenService, createTokenServiceImpl(issuer)));
     if (adminCredential !== undefined) {
@@ -564,7 +551,9 @@ async function createServices(
   if (config.role === "auth") return none;
   const log = await openChangeAndTransparencyLogs(config, database, entryStore.feed, logger, limits.read);
   const entryRepository =
-    log.mirrorOf === undefined ? hintingWrites(entryStore.repository, log.hintWrite) : createReadOnlyEntryRepository(entryStore.repository, log.mirrorOf);
+    log.mirrorOf === undefined
+      ? hintingWrites(entryStore.repository, log.hintWrite)
+      : createReadOnlyEntryRepository(entryStore.repository, log.mirrorOf);
   const verifier = createAccessTokenVerifier({
     issuer: config.authUrl,
     audience: config.tokenAudience,
@@ -579,7 +568,11 @@ async function createServices(
       replicas.length === 0
         ? discoveryOn(database.knex)
         : createReplicaRoutedDiscoveryRepository(
-            createReadRouter(discoveryOn(database.knex), replicas.map((replica) => discoveryOn(replica.knex)), databases.routing),
+            createReadRouter(
+              discoveryOn(database.knex),
+              replicas.map((replica) => discoveryOn(replica.knex)),
+              databases.routing,
+            ),
           ),
     cursors: createCursorCodec({
       secret: config.cursorSecret ?? (await loadOrCreateSecret(database.knex, "page-cursor")),

@@ -1,9 +1,14 @@
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { ChangeLogService } from "../changes/change-log-service.js";
 import type { LoggedChange } from "../changes/change-log.js";
-import { ChangeSchema, RevocationSchema, type Change, type ChangeFeedService as ChangeFeedServiceDesc } from "../../gen/registry/v1/change_feed_service_pb.js";
+import {
+  ChangeSchema,
+  RevocationSchema,
+  type Change,
+  type ChangeFeedService as ChangeFeedServiceDesc,
+} from "../../gen/registry/v1/change_feed_service_pb.js";
 import { changeJson } from "./change-json.js";
-import { newEntryMessage } from "./registry-service-handlers.js";
+import { entryMessage } from "./registry-service-handlers.js";
 import { writeJsonWith } from "./rpc/reused-encodings.js";
 
 /** The change feed on every protocol: ListChanges (unary, REST GET /v1/changes) and WatchChanges (server streaming). */
@@ -33,7 +38,7 @@ export function changeMessage(change: LoggedChange): Change {
     $typeName: ChangeSchema.typeName,
     index: change.index,
     kind: change.kind,
-    entry: newEntryMessage(change.entry),
+    entry: entryMessage(change.entry),
     latestVersion: change.latestVersion,
     loggedAt: change.loggedAt.toISOString(),
   };

@@ -4,10 +4,12 @@ import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
 import { ChangeFeedService } from "../../gen/registry/v1/change_feed_service_pb.js";
 import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
 import { TransparencyLogService } from "../../gen/registry/v1/transparency_log_service_pb.js";
+import { parseEntryDid } from "../domain/entry-did.js";
 import type { AddressLimit } from "./rate-limit-interceptor.js";
+import type { KeptRead } from "./read-answers.js";
 
 /**
- * Which RPCs need a credential and which are rate-limited, declared once: app.ts wires the limits
+ * Which RPCs need a credential, which are rate-limited and which have their answers kept, declared once: app.ts wires the limits
  * from here, and the OpenAPI document describes credentials and RateLimit headers from here. The
  * protos carry no option for either. test/edge/openapi.test.ts checks the declarations against a
  * running server's answers (401s, RateLimit headers), so they cannot drift from what the handlers do.
@@ -67,3 +69,18 @@ export function bearerSchemeOf(method: DescMethod): BearerScheme | undefined {
 export function isRateLimited(method: DescMethod): boolean {
   return LIMITED.has(method);
 }
+
+/** The entry name `did` reads, with or without "@version": what a publish or revocation under it changes. */
+function entryNameOf(did: string): string | undefined {
+  const parsed = parseEntryDid(did);
+  return "error" in parsed ? undefined : parsed.baseDid;
+}
+
+/**
+ * Reads whose answers are kept (read-answers.ts) until the entry they read changes: a publish or a
+ * revocation of any of its versions, which is what the entry cache hears of, by name.
+ */
+export const KEPT_READS: readonly KeptRead[] = [
+  { method: RegistryService.method.resolveEntry, tagOf: (request: { did: string }) => entryNameOf(request.did) },
+  { method: RegistryService.method.listEntryVersions, tagOf: (request: { did: string }) => entryNameOf(request.did) },
+];

@@ -1,99 +1,92 @@
-import { toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
+import { create, ScalarType, type DescField, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
+import type { HandlerContext } from "@connectrpc/connect";
 import type { ChangeFeed } from "../storage/entry-cache.js";
-import type { KeptAnswer, ReadAnswers, ReadSlot } from "../transport/kept-answers.js";
+import { freezeWithEncodings, responseBinaryBytes } from "./rpc/reused-encodings.js";
+import type { ServedService } from "./served-services.js";
 
 /**
- * Answers to reads, kept per request as it arrived (a REST URL, a Connect GET query, an RPC body),
- * so that asking again skips decoding the request and running the handler. Everything else of a
- * call still runs each time: interceptors (rate limits, error mapping), headers, the access line
- * and the metrics.
+ * Answers to reads, kept per request, so that asking again skips the handler and the answer's
+ * encoding. A decorator over the methods' implementations, applied where services are registered:
+ * every path that serves a method (the unary fast path, Connect's adapter, REST) answers from the
+ * same kept answer, and everything around the handler still runs each time: interceptors (rate
+ * limits, error mapping), headers, the access line and the metrics.
  *
- * A handler opts an answer in with `keepAnswer`, naming the tag that changes when the answer
- * would: an entry's name. The tags arrive from the entry cache, which hears of this process's
+ * Which reads are kept is declared once (method-policies.ts), each with the tag that changes when
+ * its answer would: the name of the entry it reads. The tags arrive from the entry cache, which hears of this process's
  * writes at once and of other processes' through the change feed, so a kept answer is never older
  * than what the entry cache would have served. As there, an answer whose handler ran while any
  * change arrived is not kept, and nothing is kept while the feed is down.
- *
- * Only methods marked NO_SIDE_EFFECTS are considered: for them, the same request always means the
- * same call.
  */
 
 export interface ReadAnswersOptions {
   /** Where changes are heard of: each names the tag of the answers it makes stale. */
   readonly changes: ChangeFeed;
-  /** Most requests remembered; the least recently used go first. */
+  /** Most answers kept; the least recently used go first. */
   readonly maxRequests?: number;
-  /** Most memory the kept requests and answers may take, estimated from their encoded size. */
+  /** Most memory the kept answers may take, estimated from their encoded size. */
   readonly maxBytes?: number;
   /** Longest an answer is kept, as a backstop behind the change feed. */
   readonly ttlMs?: number;
   readonly now?: () => number;
-  /** Told of every call that could have been answered from here: whether it was (for metrics). */
+  /** Told of every call of a method whose answers may be kept: whether it was answered from here (for metrics). */
   readonly onRead?: (kept: boolean) => void;
 }
 
-/** What a kept answer costs besides its encoding, and what a remembered request costs besides its key. */
-const ANSWER_OVERHEAD_BYTES = 512;
-const SLOT_OVERHEAD_BYTES = 256;
-
-/**
- * One remembered request: what it decoded to (the protocol's business), and the answer kept for it
- * while that answer is current.
- */
-class StoredReadSlot implements ReadSlot {
-  #kept: (KeptAnswer & { readonly tag: string; readonly storedAt: number; readonly bytes: number }) | undefined;
-
-  constructor(
-    readonly key: string,
-    readonly decoded: unknown,
-    readonly bytes: number,
-    private readonly cache: ReadAnswerStore,
-  ) {}
-
-  /** The kept answer, if there is one and it is still current. */
-  answer(): KeptAnswer | undefined {
-    const kept = this.#kept;
-    const current = kept !== undefined && this.cache.isCurrent(kept.storedAt);
-    this.cache.onRead(current);
-    if (current) return kept;
-    if (kept !== undefined) this.forget();
-    return undefined;
-  }
-
-  /** Read before the handler runs: `keep` refuses the answer if anything changed since. */
-  mark(): number {
-    return this.cache.changes;
-  }
-
-  keep(mark: number, schema: DescMessage, message: Message, header: KeptAnswer["header"], tag: string): void {
-    if (!this.cache.mayKeep(mark, this)) return;
-    this.forget();
-    // The answer is held as a message and, once sent, as its JSON or binary encoding: about three
-    // times its binary size. Computed on a miss only.
-    const bytes = ANSWER_OVERHEAD_BYTES + 3 * toBinary(schema, message).byteLength;
-    this.#kept = { message, header, tag, storedAt: this.cache.now(), bytes };
-    this.cache.kept(this, tag, bytes);
-  }
-
-  /** Drops the kept answer (stale, or replaced). */
-  forget(): void {
-    const kept = this.#kept;
-    if (kept === undefined) return;
-    this.#kept = undefined;
-    this.cache.forgot(this, kept.tag, kept.bytes);
-  }
+/** A read whose answers are kept: its method, and the tag of a request (undefined: not kept). */
+export interface KeptRead {
+  readonly method: DescMethodUnary;
+  tagOf(request: never): string | undefined;
 }
 
-/** What slots need of their cache. */
-interface ReadAnswerStore {
-  /** Changes heard of so far. */
-  changes: number;
-  now(): number;
-  isCurrent(storedAt: number): boolean;
-  mayKeep(mark: number, slot: StoredReadSlot): boolean;
-  onRead(kept: boolean): void;
-  kept(slot: StoredReadSlot, tag: string, bytes: number): void;
-  forgot(slot: StoredReadSlot, tag: string, bytes: number): void;
+export interface ReadAnswers {
+  /** `served`, its methods named in `reads` answering from here when they can. */
+  decorate(served: ServedService, reads: readonly KeptRead[]): ServedService;
+  readonly size: number;
+  readonly bytes: number;
+}
+
+/** An answer kept for a request: the frozen message, and the headers its handler set. */
+interface KeptAnswer {
+  readonly key: string;
+  readonly message: Message;
+  readonly header: readonly (readonly [string, string])[];
+  readonly tag: string;
+  readonly storedAt: number;
+  readonly bytes: number;
+}
+
+/** What a kept answer costs besides three times its binary size (message, encodings), and its key. */
+const ANSWER_OVERHEAD_BYTES = 768;
+
+/**
+ * The key of a request: its method's path and the values of its fields. Only requests made of
+ * singular scalar fields have one (see keyFieldsOf), so equal keys are equal requests.
+ */
+export function requestKey(method: DescMethodUnary, fields: readonly DescField[], request: Message): string {
+  const values = request as unknown as Record<string, unknown>;
+  let key = `/${method.parent.typeName}/${method.name}`;
+  for (const field of fields) key += `\n${String(values[field.localName])}`;
+  return key;
+}
+
+/**
+ * The fields a read's key is made of: all of its request's, each a singular scalar or enum, at
+ * most one of them text (the only values that can hold the separator, so a key reads back one
+ * way). Throws for a method whose answers cannot be kept.
+ */
+function keyFieldsOf(method: DescMethodUnary): readonly DescField[] {
+  if (method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS) {
+    throw new Error(`${method.parent.typeName}.${method.name}: only unary methods marked NO_SIDE_EFFECTS may have their answers kept`);
+  }
+  const fields = method.input.fields;
+  const strings = fields.filter((field) => field.fieldKind === "scalar" && field.scalar === ScalarType.STRING).length;
+  if (fields.some((field) => field.fieldKind !== "scalar" && field.fieldKind !== "enum") || strings > 1) {
+    throw new Error(
+      `${method.parent.typeName}.${method.name}: a kept answer's request must be scalar fields, at most one of them a string`,
+    );
+  }
+  return fields;
 }
 
 export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
@@ -101,79 +94,99 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
   const maxBytes = options.maxBytes ?? 32 * 1024 * 1024;
   const ttlMs = options.ttlMs ?? 60_000;
   const now = options.now ?? Date.now;
+  const onRead = options.onRead ?? (() => {});
   const { changes: feed } = options;
-  const slots = new Map<string, StoredReadSlot>();
-  /** The slots holding an answer, by the tag that makes it stale. */
-  const byTag = new Map<string, Set<StoredReadSlot>>();
+  const answers = new Map<string, KeptAnswer>();
+  /** The keys of the kept answers, by the tag that makes them stale. */
+  const byTag = new Map<string, Set<string>>();
   let bytes = 0;
+  let changes = 0;
 
-  const store: ReadAnswerStore = {
-    changes: 0,
-    now,
-    isCurrent: (storedAt) => feed.live && now() - storedAt <= ttlMs,
-    mayKeep: (mark, slot) => feed.live && store.changes === mark && slots.get(slot.key) === slot,
-    onRead: options.onRead ?? (() => {}),
-    kept(slot, tag, size) {
-      let tagged = byTag.get(tag);
-      if (tagged === undefined) byTag.set(tag, (tagged = new Set()));
-      tagged.add(slot);
-      bytes += size;
-      evict();
-    },
-    forgot(slot, tag, size) {
-      bytes -= size;
-      const tagged = byTag.get(tag);
-      tagged?.delete(slot);
-      if (tagged?.size === 0) byTag.delete(tag);
-    },
-  };
+  function forget(key: string): void {
+    const kept = answers.get(key);
+    if (kept === undefined) return;
+    answers.delete(key);
+    bytes -= kept.bytes;
+    const tagged = byTag.get(kept.tag);
+    tagged?.delete(key);
+    if (tagged?.size === 0) byTag.delete(kept.tag);
+  }
 
   feed.subscribe({
     onChange(tag) {
-      store.changes++;
+      changes++;
       const tagged = byTag.get(tag);
-      if (tagged === undefined) return;
-      for (const slot of [...tagged]) slot.forget();
+      if (tagged !== undefined) for (const key of [...tagged]) forget(key);
     },
     onReset() {
-      store.changes++;
-      for (const slot of slots.values()) slot.forget();
+      changes++;
+      answers.clear();
+      byTag.clear();
+      bytes = 0;
     },
   });
 
-  function drop(slot: StoredReadSlot) {
-    slot.forget();
-    slots.delete(slot.key);
-    bytes -= slot.bytes;
+  function find(key: string): KeptAnswer | undefined {
+    const kept = answers.get(key);
+    if (kept === undefined) return undefined;
+    if (!feed.live || now() - kept.storedAt > ttlMs) {
+      forget(key);
+      return undefined;
+    }
+    // Re-inserting keeps the Map in least-recently-used order.
+    answers.delete(key);
+    answers.set(key, kept);
+    return kept;
   }
 
-  function evict() {
+  function keep(key: string, method: DescMethodUnary, message: Message, header: KeptAnswer["header"], tag: string): void {
+    forget(key);
+    const size = ANSWER_OVERHEAD_BYTES + 2 * key.length + 3 * responseBinaryBytes(method.output, message).byteLength;
+    answers.set(key, { key, message, header, tag, storedAt: now(), bytes: size });
+    let tagged = byTag.get(tag);
+    if (tagged === undefined) byTag.set(tag, (tagged = new Set()));
+    tagged.add(key);
+    bytes += size;
     // The Map iterates least recently used first.
-    while (slots.size > maxRequests || (bytes > maxBytes && slots.size > 0)) {
-      drop(slots.values().next().value as StoredReadSlot);
-    }
+    while (answers.size > maxRequests || (bytes > maxBytes && answers.size > 0)) forget(answers.keys().next().value as string);
+  }
+
+  function keeping(read: KeptRead, impl: (request: never, context: HandlerContext) => unknown) {
+    const { method } = read;
+    const fields = keyFieldsOf(method);
+    return async (request: Message, context: HandlerContext): Promise<unknown> => {
+      const tag = read.tagOf(request as never);
+      if (tag === undefined) return impl(request as never, context);
+      const key = requestKey(method, fields, request);
+      const kept = find(key);
+      onRead(kept !== undefined);
+      if (kept !== undefined) {
+        for (const [name, value] of kept.header) context.responseHeader.set(name, value);
+        return kept.message;
+      }
+      const mark = changes;
+      const before = new Set(context.responseHeader.keys());
+      const answered = await impl(request as never, context);
+      if (!feed.live || changes !== mark) return answered;
+      const message = freezeWithEncodings(method.output, create(method.output, answered as never));
+      const header = [...context.responseHeader].filter(([name]) => !before.has(name));
+      keep(key, method, message, header, tag);
+      return message;
+    };
   }
 
   return {
-    find(key) {
-      const slot = slots.get(key);
-      if (slot === undefined) return undefined;
-      // Re-inserting keeps the Map in least-recently-used order.
-      slots.delete(key);
-      slots.set(key, slot);
-      return slot;
-    },
-    remember(key, decoded) {
-      const old = slots.get(key);
-      if (old !== undefined) drop(old);
-      const slot = new StoredReadSlot(key, decoded, SLOT_OVERHEAD_BYTES + 2 * key.length, store);
-      slots.set(key, slot);
-      bytes += slot.bytes;
-      evict();
-      return slot;
+    decorate(served, reads) {
+      const impl: Record<string, unknown> = { ...served.impl };
+      for (const read of reads) {
+        const fn = served.impl[read.method.localName];
+        if (read.method.parent !== served.service || typeof fn !== "function") continue;
+        impl[read.method.localName] = keeping(read, (fn as (request: never, context: HandlerContext) => unknown).bind(served.impl));
+      }
+      return { service: served.service, impl };
     },
     get size() {
-      return slots.size;
+      return answers.size;
     },
     get bytes() {
       return bytes;

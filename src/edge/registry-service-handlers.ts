@@ -10,8 +10,6 @@ import type { DiscoveryService } from "../discovery/discovery-service.js";
 import type { JsonValue } from "../discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../errors.js";
 import { notePrincipal } from "./observability.js";
-import { keepAnswer } from "../transport/kept-answers.js";
-import { parseEntryDid } from "../domain/entry-did.js";
 import type { WriteLimit } from "./rate-limit-interceptor.js";
 import { EntrySchema, type Entry, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
 import type { DiscoverCondition, RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
@@ -42,9 +40,7 @@ function resolveCacheControl(did: string, maxAgeSeconds: number): string {
 }
 
 /** registry.v1.RegistryService: translation between protobuf messages and the entry service. */
-export function createRegistryServiceImpl(
-  options: RegistryServiceImplOptions,
-): ServiceImpl<typeof RegistryService> {
+export function createRegistryServiceImpl(options: RegistryServiceImplOptions): ServiceImpl<typeof RegistryService> {
   const { entries, discovery, authenticate, limitWrite } = options;
 
   /** The verified caller of a write, once the write limit let the call through. */
@@ -72,13 +68,11 @@ export function createRegistryServiceImpl(
     async resolveEntry(request, context) {
       const stored = await entries.resolve(request.did);
       context.responseHeader.set("cache-control", resolveCacheControl(request.did, options.resolveMaxAgeSeconds));
-      keepAnswerUntilChanged(context, stored.entryDid);
       return { entry: entryMessage(stored) };
     },
     async listEntryVersions(request, context) {
       const versions = await entries.listVersions(request.did);
       context.responseHeader.set("cache-control", REVALIDATE);
-      keepAnswerUntilChanged(context, versions[0]!.entryDid);
       return { versions: versions.map(versionMessage) };
     },
     async revokeEntry(request, context) {
@@ -105,15 +99,6 @@ export function createRegistryServiceImpl(
       return { entries: [...result.rows], nextCursor: result.nextCursor };
     },
   };
-}
-
-/**
- * A resolve or version list stays the answer until its entry changes (a publish or a revocation
- * of any of its versions), which is what the entry cache hears of, by name.
- */
-function keepAnswerUntilChanged(context: HandlerContext, entryDid: string): void {
-  const parsed = parseEntryDid(entryDid);
-  if (!("error" in parsed)) keepAnswer(context.values, parsed.baseDid);
 }
 
 function conditionOf(condition: DiscoverCondition) {
@@ -161,27 +146,12 @@ const REGISTRY_MESSAGE_FIELDS: readonly (readonly [EntryField, DescField])[] = R
 });
 
 /**
- * Messages of stored entries, by identity: a cached entry is resolved again and again, and
- * building its message (and, at the edge, its JSON) once is enough. Stored entries are immutable.
+ * A stored entry's message. A stored entry has every implicit field, so this literal is what
+ * create() would build, without its reflection (a feed page builds a thousand);
+ * test/edge/change-json.test.ts holds the two equal. Made for each answer: an answer served
+ * again is kept whole, with its encodings (read-answers.ts).
  */
-const entryMessages = new WeakMap<StoredEntry, Entry>();
-
 export function entryMessage(entry: StoredEntry): Entry {
-  let message = entryMessages.get(entry);
-  if (message === undefined) {
-    message = newEntryMessage(entry);
-    entryMessages.set(entry, message);
-  }
-  return message;
-}
-
-/**
- * A stored entry's message, made anew: for entries read once (a feed page's), which a cache by
- * identity would only keep alive longer. A stored entry has every implicit field, so this literal
- * is what create() would build, without its reflection (a feed page builds a thousand);
- * test/edge/change-json.test.ts holds the two equal.
- */
-export function newEntryMessage(entry: StoredEntry): Entry {
   return { $typeName: EntrySchema.typeName, ...entryInit(entry) } as Entry;
 }
 
@@ -205,4 +175,3 @@ function versionMessage(version: EntryVersionSummary): MessageInitShape<typeof E
     sequence: version.sequence,
   };
 }
-

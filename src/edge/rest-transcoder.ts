@@ -24,11 +24,10 @@ import { toConnectError, type ErrorLogger } from "./error-mapping.js";
 import { answerConditionally } from "../transport/http-caching.js";
 import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "../transport/http-exchange.js";
 import { rpcName } from "../transport/call-observation.js";
-import { decodeOnce, type ReadAnswers } from "../transport/kept-answers.js";
 import { matchPathTemplate, parsePathTemplate, PathEncodingError, type PathTemplate } from "./path-template.js";
 import { addHeaders, requestEncoding, sendBody, UnsupportedEncodingError } from "../transport/rpc-answers.js";
 import { decodeUtf8, messageFromJson, parseJson } from "./rpc/message-codec.js";
-import { cachedJsonBytes, responseJson } from "./rpc/reused-encodings.js";
+import { messageJsonBytes, responseJsonBytes } from "./rpc/reused-encodings.js";
 import { unaryMethodsByPath, type ServedService } from "./served-services.js";
 import { codeName, httpStatusOf } from "../transport/status-codes.js";
 import type { UnaryInvoker } from "../transport/unary-invoker.js";
@@ -51,8 +50,6 @@ export interface RestRoute {
 export interface RestTranscoderOptions {
   readonly services: readonly ServedService[];
   readonly invoke: UnaryInvoker;
-  /** Answers kept for reads seen before (GET and HEAD, by URL); absent, every request is decoded and run. */
-  readonly answers?: ReadAnswers;
   readonly maxBodyBytes: number;
   readonly log: ErrorLogger;
 }
@@ -134,14 +131,8 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     const observation = exchange.observation;
     observation.protocol = "rest";
     try {
-      const { method } = exchange;
-      // A GET is its URL: the same URL decodes to the same request (HEAD is answered as GET).
-      const key = method === "GET" || method === "HEAD" ? `${exchange.path}?${exchange.query}` : undefined;
-      const { decoded, slot } = await decodeOnce(options.answers, key, () => decode(exchange));
-      const { route, input } = decoded;
-      observation.method = rpcName(route.target.method);
-      observation.route = route.name;
-      const outcome = await options.invoke(route.target, input, { exchange, protocolName: "rest", read: slot });
+      const { route, input } = await decode(exchange);
+      const outcome = await options.invoke(route.target, input, { exchange, protocolName: "rest" });
       observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
       if (exchange.done) return;
       if (!outcome.ok) {
@@ -219,17 +210,16 @@ async function readJsonBody(exchange: HttpExchange, maxBytes: number): Promise<J
 }
 
 /**
- * The answer's JSON bytes: the whole response, or the field google.api.http's response_body names,
- * whose bytes are the same object for as long as the message is (a cached entry), so its ETag is
- * computed once too.
+ * The answer's JSON bytes: the whole response, or the field google.api.http's response_body names.
+ * A kept answer's are made once (reused-encodings.ts), so its ETag is computed once too.
  */
 function responseBytesOf(route: RestRoute, output: Message): Buffer {
   const field = route.responseBody;
   const schema = route.target.method.output;
-  if (field === undefined) return Buffer.from(responseJson(schema, output));
+  if (field === undefined) return responseJsonBytes(schema, output);
   const value = (output as unknown as Record<string, unknown>)[field.localName] as Message | undefined;
   if (field.message === undefined || value === undefined) return Buffer.from("{}");
-  return cachedJsonBytes(field.message, value);
+  return messageJsonBytes(field.message, value);
 }
 
 /**
@@ -237,12 +227,7 @@ function responseBytesOf(route: RestRoute, output: Message): Buffer {
  * way google.api.http defines it: path variables are the resource's name, so a query parameter
  * naming a path field is refused rather than silently overriding it (or being overridden).
  */
-function requestJson(
-  route: RestRoute,
-  pathValues: Map<string, string>,
-  body: JsonValue | undefined,
-  query: URLSearchParams,
-): JsonObject {
+function requestJson(route: RestRoute, pathValues: Map<string, string>, body: JsonValue | undefined, query: URLSearchParams): JsonObject {
   const input = route.target.method.input;
   let message: JsonObject = {};
   if (route.body === "*") {

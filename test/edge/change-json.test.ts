@@ -4,7 +4,7 @@ import { ChangeSchema } from "../../gen/registry/v1/change_feed_service_pb.js";
 import type { LoggedChange } from "../../src/changes/change-log.js";
 import { changeMessage } from "../../src/edge/change-feed-handlers.js";
 import { changeJson } from "../../src/edge/change-json.js";
-import { cachedJson } from "../../src/edge/rpc/reused-encodings.js";
+import { messageJson } from "../../src/edge/rpc/reused-encodings.js";
 import type { StoredEntry } from "../../src/entries/entry-repository.js";
 
 /**
@@ -22,9 +22,9 @@ const entry: StoredEntry = {
   version: "1.2.0",
   publisherDid: "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK",
   publishedAt: new Date("2026-11-24T03:14:08.000Z"),
-  description: "Searches the \"web\" \u2028 — ünïcode 🚀 and \\ slashes",
+  description: 'Searches the "web" \u2028 — ünïcode 🚀 and \\ slashes',
   tags: ["search", "web"],
-  data: { license: "MIT", nested: { list: [1, 2.5, -0, true, null, "x"], empty: {} }, "key with \"quotes\"": "", zero: 0 },
+  data: { license: "MIT", nested: { list: [1, 2.5, -0, true, null, "x"], empty: {} }, 'key with "quotes"': "", zero: 0 },
   contentHash: `sha256:${"ab".repeat(32)}`,
   bondAmount: "100 USDC",
   signature: "ed25519:abc",
@@ -35,22 +35,49 @@ const entry: StoredEntry = {
   isLatest: true,
 } as StoredEntry;
 
-const created: LoggedChange = { index: 0n, kind: "entry.created", entry, latestVersion: "1.2.0", loggedAt: new Date("2026-11-24T03:14:08.120Z") };
+const created: LoggedChange = {
+  index: 0n,
+  kind: "entry.created",
+  entry,
+  latestVersion: "1.2.0",
+  loggedAt: new Date("2026-11-24T03:14:08.120Z"),
+};
 const CHANGES: Array<[string, LoggedChange]> = [
   ["a creation", created],
-  ["a creation with every implicit field at its default", { ...created, entry: { ...entry, description: "", tags: [], data: {}, bondAmount: "", isLatest: false } as StoredEntry, latestVersion: "" }],
+  [
+    "a creation with every implicit field at its default",
+    {
+      ...created,
+      entry: { ...entry, description: "", tags: [], data: {}, bondAmount: "", isLatest: false } as StoredEntry,
+      latestVersion: "",
+    },
+  ],
   [
     "a revocation with its signed request",
     {
       ...created,
       index: 12_345_678_901n,
       kind: "entry.revoked",
-      entry: { ...entry, status: "revoked", revokedAt: new Date("2026-11-25T00:00:00.001Z"), revocationReason: "key \"compromised\"", isLatest: false } as StoredEntry,
+      entry: {
+        ...entry,
+        status: "revoked",
+        revokedAt: new Date("2026-11-25T00:00:00.001Z"),
+        revocationReason: 'key "compromised"',
+        isLatest: false,
+      } as StoredEntry,
       latestVersion: "1.1.0",
-      revocation: { did: "did:reg:main:skill:web-search", reason: "key \"compromised\"", signature: "ed25519:def", signer: entry.publisherDid },
+      revocation: {
+        did: "did:reg:main:skill:web-search",
+        reason: 'key "compromised"',
+        signature: "ed25519:def",
+        signer: entry.publisherDid,
+      },
     },
   ],
-  ["a revocation from before the log, with no signature kept", { ...created, kind: "entry.revoked", revocation: { did: entry.entryDid, reason: "", signature: "", signer: "" } }],
+  [
+    "a revocation from before the log, with no signature kept",
+    { ...created, kind: "entry.revoked", revocation: { did: entry.entryDid, reason: "", signature: "", signer: "" } },
+  ],
 ];
 
 /** The Change message as protobuf-es's create() builds it from the change. */
@@ -80,7 +107,7 @@ describe("changeJson", () => {
   it("is the JSON the edge answers with for the change's message", () => {
     for (const [, change] of CHANGES) {
       const message = changeMessage(change);
-      expect(cachedJson(ChangeSchema, message)).toBe(toJsonString(ChangeSchema, message, { alwaysEmitImplicit: true }));
+      expect(messageJson(ChangeSchema, message)).toBe(toJsonString(ChangeSchema, message, { alwaysEmitImplicit: true }));
     }
   });
 });

@@ -1,17 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { create, type Message } from "@bufbuild/protobuf";
-import { createReadAnswers } from "../../src/edge/read-answers.js";
-import type { ReadAnswers } from "../../src/transport/kept-answers.js";
+import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
+import { createContextValues, type HandlerContext } from "@connectrpc/connect";
+import { createReadAnswers, type KeptRead } from "../../src/edge/read-answers.js";
+import { responseBinaryBytes, responseJsonBytes } from "../../src/edge/rpc/reused-encodings.js";
+import { servedService, type ServedService } from "../../src/edge/served-services.js";
 import type { ChangeFeed, ChangeListener } from "../../src/storage/entry-cache.js";
 import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
 import { changesHeard, sample, untilChangesHeard } from "../support/metric-samples.js";
-import { ResolveEntryResponseSchema } from "../../gen/registry/v1/registry_service_pb.js";
+import { RegistryService, ResolveEntryResponseSchema, type ResolveEntryResponse } from "../../gen/registry/v1/registry_service_pb.js";
 
 /**
- * Kept answers (src/edge/read-answers.ts): the cache on its own, driven by a feed the test
- * controls, then through a running registry on every protocol, where a write must show on the very
- * next read of the same request and interceptors (rate limits) must still run for every call.
+ * Kept answers (src/edge/read-answers.ts): the decorator on its own, over a handler the test
+ * writes and a feed it drives by hand, then through a running registry on every protocol, where a
+ * write must show on the very next read of the same request and interceptors (rate limits) must
+ * still run for every call.
  */
 
 /** A feed the test drives by hand. */
@@ -25,96 +28,152 @@ function manualFeed(): ChangeFeed & { change(tag: string): void; reset(): void; 
   };
 }
 
-const answer = (version: string): Message => create(ResolveEntryResponseSchema, { entry: { version, description: "x".repeat(100) } });
-const target = { method: { idempotency: 1 } };
-
-/** Keeps `version` as the answer to `key` under `tag`, as the invoker does after a handler ran. */
-function keep(answers: ReadAnswers, key: string, tag: string, version: string): void {
-  const slot = answers.find(key) ?? answers.remember(key, { target, input: {} });
-  slot.keep(slot.mark(), ResolveEntryResponseSchema, answer(version), [["cache-control", "no-cache"]], tag);
+/** Resolves "tag:version" to that version, tagged by what precedes the colon; counts its runs and can be held open. */
+function resolver() {
+  let runs = 0;
+  let gate: Promise<void> = Promise.resolve();
+  const served = servedService(RegistryService, {
+    async resolveEntry(request, context) {
+      runs++;
+      await gate;
+      context.responseHeader.set("cache-control", "no-cache");
+      return { entry: { version: request.did.split(":")[1], description: "x".repeat(100), tags: ["a"] } };
+    },
+  });
+  return {
+    served,
+    runs: () => runs,
+    hold(): () => void {
+      let open!: () => void;
+      gate = new Promise((resolve) => (open = resolve));
+      return () => open();
+    },
+  };
 }
 
-const keptVersion = (answers: ReadAnswers, key: string) => (answers.find(key)?.answer()?.message as { entry?: { version: string } } | undefined)?.entry?.version;
+const READS: readonly KeptRead[] = [
+  { method: RegistryService.method.resolveEntry, tagOf: (request: { did: string }) => request.did.split(":")[0] },
+];
+
+const contextOf = () => ({ responseHeader: new Headers(), values: createContextValues() }) as unknown as HandlerContext;
+
+async function resolve(served: ServedService, did: string, context = contextOf()): Promise<ResolveEntryResponse> {
+  const impl = served.impl.resolveEntry as (request: unknown, context: HandlerContext) => Promise<ResolveEntryResponse>;
+  return create(ResolveEntryResponseSchema, await impl({ did }, context));
+}
+
+const versionOf = async (served: ServedService, did: string) => (await resolve(served, did)).entry?.version;
 
 describe("kept answers, on their own", () => {
-  it("answer the same request until its tag changes; other tags keep theirs", () => {
+  it("answer the same request until its tag changes, with the headers the handler set; other tags keep theirs", async () => {
     const feed = manualFeed();
-    const answers = createReadAnswers({ changes: feed });
-    keep(answers, "a@1", "a", "1.0.0");
-    keep(answers, "a", "a", "1.0.0");
-    keep(answers, "b", "b", "2.0.0");
-    expect(keptVersion(answers, "a@1")).toBe("1.0.0");
-    expect(answers.find("a@1")?.answer()?.header).toEqual([["cache-control", "no-cache"]]);
+    const handler = resolver();
+    const served = createReadAnswers({ changes: feed }).decorate(handler.served, READS);
+    await resolve(served, "a:1.0.0");
+    await resolve(served, "b:2.0.0");
+    const context = contextOf();
+    expect((await resolve(served, "a:1.0.0", context)).entry?.version).toBe("1.0.0");
+    expect(context.responseHeader.get("cache-control")).toBe("no-cache");
+    expect(handler.runs()).toBe(2);
     feed.change("a");
-    expect(keptVersion(answers, "a@1")).toBeUndefined();
-    expect(keptVersion(answers, "a")).toBeUndefined();
-    expect(keptVersion(answers, "b")).toBe("2.0.0");
-    // The request itself is still remembered: only its answer went.
-    expect(answers.find("a@1")?.decoded).toEqual({ target, input: {} });
+    expect(await versionOf(served, "a:1.0.0")).toBe("1.0.0");
+    expect(handler.runs()).toBe(3);
+    expect(await versionOf(served, "b:2.0.0")).toBe("2.0.0");
+    expect(handler.runs()).toBe(3);
   });
 
-  it("do not keep an answer whose handler ran while a change arrived (the race with a write)", () => {
+  it("share a frozen message whose encodings are protobuf-es's; changing it throws", async () => {
+    const served = createReadAnswers({ changes: manualFeed() }).decorate(resolver().served, READS);
+    await resolve(served, "a:1.0.0");
+    const kept = await resolve(served, "a:1.0.0");
+    expect(await resolve(served, "a:1.0.0")).toBe(kept);
+    const entry = kept.entry as NonNullable<ResolveEntryResponse["entry"]>;
+    expect(() => void (entry.version = "9.9.9")).toThrow(TypeError);
+    expect(() => void entry.tags.push("b")).toThrow(TypeError);
+    expect(() => void (kept.entry = undefined)).toThrow(TypeError);
+    const plain = create(ResolveEntryResponseSchema, { entry: { ...entry, tags: [...entry.tags] } });
+    expect(Buffer.from(toBinary(ResolveEntryResponseSchema, plain))).toEqual(responseBinaryBytes(ResolveEntryResponseSchema, kept));
+    expect(responseJsonBytes(ResolveEntryResponseSchema, kept).toString()).toBe(
+      toJsonString(ResolveEntryResponseSchema, plain, { alwaysEmitImplicit: true }),
+    );
+    expect(responseBinaryBytes(ResolveEntryResponseSchema, kept)).toBe(responseBinaryBytes(ResolveEntryResponseSchema, kept));
+  });
+
+  it("do not keep an answer whose handler ran while any change arrived (the race with a write)", async () => {
     const feed = manualFeed();
-    const answers = createReadAnswers({ changes: feed });
-    const slot = answers.remember("a", { target, input: {} });
-    const mark = slot.mark();
-    // A write commits and is heard of while the handler is still reading.
-    feed.change("a");
-    slot.keep(mark, ResolveEntryResponseSchema, answer("1.0.0"), [], "a");
-    expect(slot.answer()).toBeUndefined();
-    // A change to any tag counts: which one the handler read is not known before it ran.
-    const other = slot.mark();
+    const handler = resolver();
+    const served = createReadAnswers({ changes: feed }).decorate(handler.served, READS);
+    const open = handler.hold();
+    const reading = resolve(served, "a:1.0.0");
+    // A write commits and is heard of while the handler is still reading; which tag it names is
+    // not known before the handler ran, so any change counts.
     feed.change("unrelated");
-    slot.keep(other, ResolveEntryResponseSchema, answer("1.0.0"), [], "a");
-    expect(slot.answer()).toBeUndefined();
-    slot.keep(slot.mark(), ResolveEntryResponseSchema, answer("2.0.0"), [], "a");
-    expect(keptVersion(answers, "a")).toBe("2.0.0");
+    open();
+    await reading;
+    await resolve(served, "a:1.0.0");
+    expect(handler.runs()).toBe(2);
+    await resolve(served, "a:1.0.0");
+    expect(handler.runs()).toBe(2);
   });
 
-  it("keep nothing, and answer nothing kept, while the feed is down; a reset forgets every answer", () => {
+  it("keep nothing, and answer nothing kept, while the feed is down; a reset forgets every answer", async () => {
     const feed = manualFeed();
+    const handler = resolver();
     const answers = createReadAnswers({ changes: feed });
-    keep(answers, "a", "a", "1.0.0");
+    const served = answers.decorate(handler.served, READS);
+    await resolve(served, "a:1.0.0");
     feed.live = false;
-    expect(keptVersion(answers, "a")).toBeUndefined();
-    keep(answers, "b", "b", "1.0.0");
-    expect(keptVersion(answers, "b")).toBeUndefined();
+    await resolve(served, "a:1.0.0");
+    await resolve(served, "a:1.0.0");
+    expect(handler.runs()).toBe(3);
     feed.live = true;
-    keep(answers, "a", "a", "1.0.0");
-    keep(answers, "b", "b", "1.0.0");
+    await resolve(served, "a:1.0.0");
+    await resolve(served, "b:1.0.0");
+    expect(answers.size).toBe(2);
     feed.reset();
-    expect(keptVersion(answers, "a")).toBeUndefined();
-    expect(keptVersion(answers, "b")).toBeUndefined();
+    expect(answers.size).toBe(0);
+    await resolve(served, "a:1.0.0");
+    expect(handler.runs()).toBe(6);
   });
 
-  it("expire after the TTL, and stay within their count and byte bounds, least recently used first", () => {
+  it("expire after the TTL, and stay within their count and byte bounds, least recently used first", async () => {
     let clock = 0;
+    const handler = resolver();
     const answers = createReadAnswers({ changes: manualFeed(), ttlMs: 1000, maxRequests: 2, now: () => clock });
-    keep(answers, "a", "a", "1.0.0");
+    const served = answers.decorate(handler.served, READS);
+    await resolve(served, "a:1.0.0");
     clock = 1001;
-    expect(keptVersion(answers, "a")).toBeUndefined();
-    keep(answers, "a", "a", "1.0.0");
-    keep(answers, "b", "b", "1.0.0");
-    answers.find("a");
-    keep(answers, "c", "c", "1.0.0");
+    await resolve(served, "a:1.0.0");
+    expect(handler.runs()).toBe(2);
+    await resolve(served, "b:1.0.0");
+    await resolve(served, "a:1.0.0");
+    await resolve(served, "c:1.0.0");
     expect(answers.size).toBe(2);
-    expect(answers.find("b")).toBeUndefined();
-    expect(keptVersion(answers, "a")).toBe("1.0.0");
+    const runs = handler.runs();
+    await resolve(served, "a:1.0.0");
+    expect(handler.runs()).toBe(runs);
+    await resolve(served, "b:1.0.0");
+    expect(handler.runs()).toBe(runs + 1);
 
-    const small = createReadAnswers({ changes: manualFeed(), maxBytes: 4_000 });
-    for (const key of ["a", "b", "c", "d", "e", "f"]) keep(small, key, key, "1.0.0");
+    const feed = manualFeed();
+    const small = createReadAnswers({ changes: feed, maxBytes: 4_000 });
+    const smallServed = small.decorate(resolver().served, READS);
+    for (const tag of ["a", "b", "c", "d", "e", "f"]) await resolve(smallServed, `${tag}:1.0.0`);
     expect(small.bytes).toBeLessThanOrEqual(4_000);
     expect(small.size).toBeLessThan(6);
-    expect(keptVersion(small, "f")).toBe("1.0.0");
+    expect(small.size).toBeGreaterThan(0);
     // A changed tag gives its bytes back.
-    const before = small.bytes;
-    const feed = manualFeed();
-    const tagged = createReadAnswers({ changes: feed });
-    keep(tagged, "a", "a", "1.0.0");
-    const withAnswer = tagged.bytes;
-    feed.change("a");
-    expect(tagged.bytes).toBeLessThan(withAnswer);
-    expect(before).toBeGreaterThan(0);
+    const withAnswers = small.bytes;
+    feed.change("f");
+    expect(small.bytes).toBeLessThan(withAnswers);
+  });
+
+  it("refuse, when the server starts, a method whose answers cannot be kept", () => {
+    const answers = createReadAnswers({ changes: manualFeed() });
+    const createEntry: KeptRead = { method: RegistryService.method.createEntry, tagOf: () => "a" };
+    expect(() => answers.decorate(servedService(RegistryService, { createEntry: async () => ({}) }), [createEntry])).toThrow(
+      /NO_SIDE_EFFECTS/,
+    );
   });
 });
 

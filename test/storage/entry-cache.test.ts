@@ -57,7 +57,9 @@ describe("the entry cache", () => {
 
   it("shares what it keeps frozen: a change by one reader throws instead of reaching the next", async () => {
     const feed = manualFeed();
-    const inner = countingRepository(() => ({ version: "1.0.0", description: "", tags: ["a"], data: { nested: { n: 1 } } }) as unknown as StoredEntry);
+    const inner = countingRepository(
+      () => ({ version: "1.0.0", description: "", tags: ["a"], data: { nested: { n: 1 } } }) as unknown as StoredEntry,
+    );
     const cache = createCachedEntryRepository(inner.repository, feed);
     const first = (await cache.findLatest("did:reg:main:skill:a")) as unknown as Record<string, any>;
     const second = (await cache.findLatest("did:reg:main:skill:a")) as unknown as Record<string, any>;

@@ -1,73 +1,102 @@
 import { toJson, toJsonString, type DescField, type DescMessage, type JsonObject, type Message } from "@bufbuild/protobuf";
 import { BinaryWriter, WireType } from "@bufbuild/protobuf/wire";
+import { deepFreeze } from "../../domain/deep-freeze.js";
 import { encodeBinary } from "../../transport/fast-binary.js";
 
 /**
- * Response encodings that reuse the encodings of the messages inside them. Implementations hand
- * back the same message object for the same stored state (a cached entry is one object for as
- * long as it is cached) and never change a message once returned, so a message's bytes, binary or
- * JSON, can be remembered by identity. Encoding a resolve's entry was most of a binary call's
- * CPU; with this it happens once per entry, whatever the protocol.
+ * Response encodings. An answer served again and again (a kept answer, read-answers.ts) is frozen
+ * with its encodings attached (`freezeWithEncodings`): each is made once, when first asked for,
+ * and cannot go stale, since the message it was made from can no longer change. Any other message
+ * is encoded for its one answer.
  */
 
 /** Every field on the wire, as the Connect router's JSON options did: clients see defaults too. */
-const JSON_WRITE = { alwaysEmitImplicit: true } as const;
+export const JSON_WRITE = { alwaysEmitImplicit: true } as const;
 
-const binaryOf = new WeakMap<object, Uint8Array>();
-const jsonOf = new WeakMap<object, string>();
+const ENCODINGS = Symbol("encodings");
+const JSON_WRITER = Symbol("json writer");
 
-function cachedBinary(schema: DescMessage, message: Message): Uint8Array {
-  let bytes = binaryOf.get(message);
-  if (bytes === undefined) {
-    bytes = encodeBinary(schema, message);
-    binaryOf.set(message, bytes);
+/** The encodings of one frozen message, each made when first read. */
+export class Encodings {
+  #binary: Buffer | undefined;
+  #json: string | undefined;
+  #jsonBytes: Buffer | undefined;
+
+  constructor(
+    readonly schema: DescMessage,
+    readonly message: Message,
+  ) {
+    Object.freeze(this);
   }
-  return bytes;
+
+  /** The binary form; never to be written to (every answer of this message shares it). */
+  get binary(): Buffer {
+    return (this.#binary ??= asBuffer(responseBinary(this.schema, this.message)));
+  }
+
+  get json(): string {
+    return (this.#json ??= responseJson(this.schema, this.message));
+  }
+
+  /** The JSON form as UTF-8 bytes; never to be written to. */
+  get jsonBytes(): Buffer {
+    return (this.#jsonBytes ??= Buffer.from(this.json));
+  }
+}
+
+type Encoded = { readonly [ENCODINGS]?: Encodings; readonly [JSON_WRITER]?: (message: never) => string };
+
+/** The encodings frozen with `message`, if it was frozen with them. */
+export function encodingsOf(message: Message): Encodings | undefined {
+  return (message as Encoded)[ENCODINGS];
 }
 
 /**
- * Writers of their own for messages rendered too often for reflection (see writeJsonWith). Each
- * writer takes its message as an argument rather than closing over it: V8's young-generation
- * collector holds a weak map's values strongly, so a value that reached its own key would keep
- * every such message alive until a full collection.
+ * Freezes `message`, everything it holds, and the project's messages inside it, each with its
+ * encodings attached, and returns it. Changing it afterwards throws in strict mode (all of src/).
  */
-const jsonWriterOf = new WeakMap<object, (message: never) => string>();
-
-/**
- * The JSON text of a message, computed once per message object; a message with a writer of its
- * own is made for one answer and written each time it is asked for, not remembered.
- */
-export function cachedJson(schema: DescMessage, message: Message): string {
-  const writer = jsonWriterOf.get(message);
-  if (writer !== undefined) return writer(message as never);
-  let json = jsonOf.get(message);
-  if (json === undefined) {
-    json = toJsonString(schema, message as never, JSON_WRITE);
-    jsonOf.set(message, json);
+export function freezeWithEncodings<M extends Message>(schema: DescMessage, message: M): M {
+  if (encodingsOf(message) !== undefined || Object.isFrozen(message)) return message;
+  for (const field of messageFieldsOf(schema)) {
+    for (const element of elementsOf(message, field)) freezeWithEncodings(field.message as DescMessage, element);
   }
-  return json;
+  Object.defineProperty(message, ENCODINGS, { value: new Encodings(schema, message) });
+  return deepFreeze(message);
 }
 
 /**
  * Gives a message a JSON writer of its own, used instead of reflection whenever its JSON is asked
- * for (binary answers never ask). The writer must make what cachedJson would; a test holds
- * each such writer to protobuf-es byte for byte.
+ * for (binary answers never ask): for messages rendered too often for reflection. The writer must
+ * make what protobuf-es would; a test holds each such writer to protobuf-es byte for byte.
  */
 export function writeJsonWith<M extends Message>(message: M, write: (message: M) => string): M {
-  jsonWriterOf.set(message, write);
+  Object.defineProperty(message, JSON_WRITER, { value: write });
   return message;
 }
 
-const jsonBytesOf = new WeakMap<object, Buffer>();
+/** The JSON text of a message: from its encodings or its own writer when it has them, else by reflection. */
+export function messageJson(schema: DescMessage, message: Message): string {
+  const encoded = message as Encoded;
+  const encodings = encoded[ENCODINGS];
+  if (encodings !== undefined) return encodings.json;
+  const writer = encoded[JSON_WRITER];
+  if (writer !== undefined) return writer(message as never);
+  return toJsonString(schema, message as never, JSON_WRITE);
+}
 
-/** The JSON of a message as UTF-8 bytes, made once per message object; never to be written to. */
-export function cachedJsonBytes(schema: DescMessage, message: Message): Buffer {
-  let bytes = jsonBytesOf.get(message);
-  if (bytes === undefined) {
-    bytes = Buffer.from(cachedJson(schema, message));
-    jsonBytesOf.set(message, bytes);
-  }
-  return bytes;
+/** The JSON of a message as UTF-8 bytes; never to be written to (a frozen message's are shared). */
+export function messageJsonBytes(schema: DescMessage, message: Message): Buffer {
+  return encodingsOf(message)?.jsonBytes ?? Buffer.from(messageJson(schema, message));
+}
+
+/** The binary answer as bytes; never to be written to (a frozen message's are shared). */
+export function responseBinaryBytes(schema: DescMessage, message: Message): Buffer {
+  return encodingsOf(message)?.binary ?? asBuffer(responseBinary(schema, message));
+}
+
+/** The JSON answer as UTF-8 bytes; never to be written to (a frozen message's are shared). */
+export function responseJsonBytes(schema: DescMessage, message: Message): Buffer {
+  return messageJsonBytes(schema, message);
 }
 
 /**
@@ -83,7 +112,8 @@ function reusableFields(schema: DescMessage): readonly DescField[] {
   });
 }
 
-const fieldsOf = new WeakMap<DescMessage, readonly DescField[]>();
+/** By schema: descriptors are made once, when the generated code loads, and never change. */
+const fieldsOf = new Map<DescMessage, readonly DescField[]>();
 function messageFieldsOf(schema: DescMessage): readonly DescField[] {
   let fields = fieldsOf.get(schema);
   if (fields === undefined) {
@@ -100,54 +130,22 @@ function withoutMessageFields(message: Message, fields: readonly DescField[]): M
   return rest as unknown as Message;
 }
 
-function elementsOf(message: Message, field: DescField): Message[] {
+function elementsOf(message: Message, field: DescField): readonly Message[] {
   const value = (message as unknown as Record<string, unknown>)[field.localName];
   if (field.fieldKind === "list") return value as Message[];
   return value === undefined ? [] : [value as Message];
-}
-
-/**
- * The field of a response that only wraps one message (ResolveEntryResponse's entry): its whole
- * encoding is a function of that message alone, so it is remembered per message too.
- */
-function wrappedField(schema: DescMessage): DescField | undefined {
-  const [field] = messageFieldsOf(schema);
-  return schema.fields.length === 1 && field?.fieldKind === "message" ? field : undefined;
-}
-
-const wrappedBinaryOf = new WeakMap<DescMessage, WeakMap<object, Buffer>>();
-const wrappedJsonOf = new WeakMap<DescMessage, WeakMap<object, Buffer>>();
-
-function rememberedFor(memo: WeakMap<DescMessage, WeakMap<object, Buffer>>, schema: DescMessage, key: object, make: () => Buffer): Buffer {
-  let bySchema = memo.get(schema);
-  if (bySchema === undefined) memo.set(schema, (bySchema = new WeakMap()));
-  let bytes = bySchema.get(key);
-  if (bytes === undefined) bySchema.set(key, (bytes = make()));
-  return bytes;
-}
-
-/** The binary answer as bytes; never to be written to (it may be shared by every answer of an entry). */
-export function responseBinaryBytes(schema: DescMessage, message: Message): Buffer {
-  const field = wrappedField(schema);
-  const inner = field === undefined ? undefined : elementsOf(message, field)[0];
-  if (field === undefined || inner === undefined) return asBuffer(responseBinary(schema, message));
-  return rememberedFor(wrappedBinaryOf, schema, inner, () => asBuffer(responseBinary(schema, message)));
-}
-
-/** The JSON answer as UTF-8 bytes; never to be written to. */
-export function responseJsonBytes(schema: DescMessage, message: Message): Buffer {
-  const field = wrappedField(schema);
-  const inner = field === undefined ? undefined : elementsOf(message, field)[0];
-  if (field === undefined || inner === undefined) return Buffer.from(responseJson(schema, message));
-  return rememberedFor(wrappedJsonOf, schema, inner, () => Buffer.from(responseJson(schema, message)));
 }
 
 function asBuffer(bytes: Uint8Array): Buffer {
   return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }
 
+function elementBinary(schema: DescMessage, message: Message): Uint8Array {
+  return encodingsOf(message)?.binary ?? encodeBinary(schema, message);
+}
+
 /**
- * The binary form of a response: its message fields from their remembered encodings, the rest by
+ * The binary form of a response: its message fields from their own encodings, the rest by
  * protobuf-es. Fields may appear out of number order on the wire, which every parser accepts
  * (the encoding spec allows any order; repeated fields keep theirs).
  */
@@ -158,13 +156,13 @@ export function responseBinary(schema: DescMessage, message: Message): Uint8Arra
   writer.raw(encodeBinary(schema, withoutMessageFields(message, fields)));
   for (const field of fields) {
     for (const element of elementsOf(message, field)) {
-      writer.tag(field.number, WireType.LengthDelimited).bytes(cachedBinary(field.message as DescMessage, element));
+      writer.tag(field.number, WireType.LengthDelimited).bytes(elementBinary(field.message as DescMessage, element));
     }
   }
   return writer.finish();
 }
 
-/** The JSON form of a response, its message fields spliced in from their remembered JSON. */
+/** The JSON form of a response, its message fields spliced in from their own JSON. */
 export function responseJson(schema: DescMessage, message: Message): string {
   const fields = messageFieldsOf(schema);
   if (fields.length === 0) return toJsonString(schema, message as never, JSON_WRITE);
@@ -175,7 +173,7 @@ export function responseJson(schema: DescMessage, message: Message): string {
     parts.push(`${JSON.stringify(key)}:${JSON.stringify(value)}`);
   }
   for (const field of fields) {
-    const elements = elementsOf(message, field).map((element) => cachedJson(field.message as DescMessage, element));
+    const elements = elementsOf(message, field).map((element) => messageJson(field.message as DescMessage, element));
     if (field.fieldKind === "list") parts.push(`${JSON.stringify(field.jsonName)}:[${elements.join(",")}]`);
     else if (elements.length === 1) parts.push(`${JSON.stringify(field.jsonName)}:${elements[0]}`);
   }
