@@ -25,6 +25,8 @@ export default defineConfig({
           include: [UNIT],
           exclude: NOT_HERE,
           setupFiles: ["test/support/unit-lane-guard.ts"],
+          // Pure files can share a worker's module graph: importing the sources is most of this lane's time.
+          isolate: false,
         },
       },
       {

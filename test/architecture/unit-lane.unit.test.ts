@@ -25,7 +25,12 @@ describe("the unit lane", () => {
 
   it("refuses to open a database, embedded or on a server", async () => {
     await expect(openDatabase({ dataDir: "memory://" })).rejects.toThrow(UNIT_LANE_REFUSAL);
-    const postgres = await openDatabase({ databaseUrl: "postgres://postgres@127.0.0.1:5432/test", dataDir: "" });
+    // No connect timeout: pg's timer would outlive the refused connection and fire in a later file.
+    const postgres = await openDatabase({
+      databaseUrl: "postgres://postgres@127.0.0.1:5432/test",
+      dataDir: "",
+      databaseConnectTimeoutMs: 0,
+    });
     try {
       await expect(postgres.ping(2_000)).rejects.toThrow(UNIT_LANE_REFUSAL);
     } finally {
