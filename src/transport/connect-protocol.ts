@@ -5,7 +5,6 @@ import { rpcName } from "./call-observation.js";
 import { ACCEPT_ENCODING, decompress, negotiateEncoding, type Encoding } from "./compression.js";
 import { answerConditionally } from "./http-caching.js";
 import type { HttpExchange } from "./http-exchange.js";
-import { decodeOnce, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "./kept-answers.js";
 import { detailsOf } from "./message-codec.js";
 import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc-answers.js";
 import type { RpcContext } from "./rpc-context.js";
@@ -51,8 +50,8 @@ export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange,
   try {
     const timeout = parseConnectTimeout(exchange.header("connect-timeout-ms"));
     if (typeof timeout === "object") throw new ConnectError(timeout.error, Code.InvalidArgument);
-    const { decoded, slot } = await readInput(rpc, exchange, target, codec, query);
-    outcome = await rpc.invoke(target, decoded.input, { exchange, protocolName: "connect", timeoutMs: timeout, read: slot });
+    const input = await readInput(rpc, exchange, target, codec, query);
+    outcome = await rpc.invoke(target, input, { exchange, protocolName: "connect", timeoutMs: timeout });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.mapError) };
   }
@@ -76,31 +75,24 @@ function getCodec(query: URLSearchParams): "json" | "proto" | undefined {
   return encoding === "json" || encoding === "proto" ? encoding : undefined;
 }
 
-/**
- * The request message, decoded once per distinct request of a read (see kept-answers.ts): a GET is
- * its URL, a POST its path, codec, content coding and body bytes.
- */
+/** The request message: a GET's from its query, a POST's from its body. */
 async function readInput(
   rpc: RpcContext,
   exchange: HttpExchange,
   target: UnaryMethod,
   codec: "json" | "proto",
   query: URLSearchParams | undefined,
-): Promise<{ decoded: DecodedRequest; slot?: ReadSlot }> {
+): Promise<Message> {
   if (query !== undefined) {
-    const key = `connect-get ${exchange.path}?${exchange.query}`;
-    return decodeOnce(rpc.answers, key, async () => {
-      const encoding = requestEncoding("compression", query.get("compression"));
-      const text = query.get("message") ?? "";
-      const bytes = query.get("base64") === "1" ? Buffer.from(text, "base64url") : Buffer.from(text, "utf8");
-      if (bytes.byteLength > rpc.maxBodyBytes) throw new ConnectError(`message: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
-      return { target, input: await decodeMessage(rpc, target, codec, bytes, encoding) };
-    });
+    const encoding = requestEncoding("compression", query.get("compression"));
+    const text = query.get("message") ?? "";
+    const bytes = query.get("base64") === "1" ? Buffer.from(text, "base64url") : Buffer.from(text, "utf8");
+    if (bytes.byteLength > rpc.maxBodyBytes) throw new ConnectError(`message: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
+    return decodeMessage(rpc, target, codec, bytes, encoding);
   }
   const encoding = requestEncoding("content-encoding", exchange.header("content-encoding"));
   const bytes = await exchange.readBody(rpc.maxBodyBytes);
-  const key = hasNoSideEffects(target) && bytes.byteLength <= MAX_KEY_CHARS ? `connect ${codec} ${encoding ?? ""} ${exchange.path} ${bytes.toString("latin1")}` : undefined;
-  return decodeOnce(rpc.answers, key, async () => ({ target, input: await decodeMessage(rpc, target, codec, bytes, encoding) }));
+  return decodeMessage(rpc, target, codec, bytes, encoding);
 }
 
 async function decodeMessage(

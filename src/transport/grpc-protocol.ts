@@ -5,12 +5,11 @@ import { rpcName } from "./call-observation.js";
 import { ACCEPT_ENCODING, compress, COMPRESS_MIN_BYTES, decompress, negotiateEncoding, type Encoding } from "./compression.js";
 import { COMPRESSED_FLAG, decodeSingleEnvelope, encodeEnvelope, TRAILER_FLAG } from "./envelope.js";
 import type { HttpExchange, ResponseHeaders } from "./http-exchange.js";
-import { decodeOnce, MAX_KEY_CHARS, type DecodedRequest, type ReadSlot } from "./kept-answers.js";
 import { addHeaders, errorOf, requestEncoding } from "./rpc-answers.js";
 import type { RpcContext } from "./rpc-context.js";
 import { codeName } from "./status-codes.js";
 import { parseGrpcTimeout } from "./timeouts.js";
-import { hasNoSideEffects, type UnaryMethod } from "./unary-method.js";
+import type { UnaryMethod } from "./unary-method.js";
 
 /**
  * gRPC over HTTP/2 (github.com/grpc/grpc: doc/PROTOCOL-HTTP2.md) and gRPC-Web
@@ -55,8 +54,8 @@ export async function serveGrpcUnary(
   try {
     const timeout = parseGrpcTimeout(exchange.header("grpc-timeout"));
     if (typeof timeout === "object") throw new ConnectError(timeout.error, Code.InvalidArgument);
-    const { decoded, slot } = await readInput(rpc, exchange, target, variant);
-    outcome = await rpc.invoke(target, decoded.input, { exchange, protocolName, timeoutMs: timeout, read: slot });
+    const input = await readInput(rpc, exchange, target, variant);
+    outcome = await rpc.invoke(target, input, { exchange, protocolName, timeoutMs: timeout });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.mapError) };
   }
@@ -110,20 +109,11 @@ function respondWeb(exchange: HttpExchange, variant: GrpcVariant, headers: Respo
   exchange.respond(200, headers, variant.text ? Buffer.from(body.toString("base64"), "latin1") : body);
 }
 
-/**
- * The request message, decoded once per distinct request of a read (see kept-answers.ts): what
- * decoding depends on is the path, the variant, the coding named and the body bytes.
- */
-async function readInput(
-  rpc: RpcContext,
-  exchange: HttpExchange,
-  target: UnaryMethod,
-  variant: GrpcVariant,
-): Promise<{ decoded: DecodedRequest; slot?: ReadSlot }> {
+/** The request message, from the body's one frame. */
+async function readInput(rpc: RpcContext, exchange: HttpExchange, target: UnaryMethod, variant: GrpcVariant): Promise<Message> {
   const encoding = requestEncoding("grpc-encoding", exchange.header("grpc-encoding"));
   const body = await exchange.readBody(variant.text ? Math.ceil((rpc.maxBodyBytes * 4) / 3) + 8 : rpc.maxBodyBytes + 5);
-  const key = hasNoSideEffects(target) && body.byteLength <= MAX_KEY_CHARS ? `grpc ${variant.contentType} ${encoding ?? ""} ${exchange.path} ${body.toString("latin1")}` : undefined;
-  return decodeOnce(rpc.answers, key, async () => ({ target, input: await decodeBody(rpc, target, variant, body, encoding) }));
+  return decodeBody(rpc, target, variant, body, encoding);
 }
 
 async function decodeBody(rpc: RpcContext, target: UnaryMethod, variant: GrpcVariant, received: Buffer, encoding: Encoding | undefined): Promise<Message> {

@@ -1,5 +1,4 @@
 import type { ConnectError } from "@connectrpc/connect";
-import type { ReadAnswers } from "./kept-answers.js";
 import type { MessageCodec } from "./message-codec.js";
 import type { UnaryInvoker } from "./unary-invoker.js";
 
@@ -10,8 +9,6 @@ export type ErrorMapper = (error: unknown) => ConnectError;
 export interface RpcContext {
   readonly invoke: UnaryInvoker;
   readonly codec: MessageCodec;
-  /** Answers kept for reads seen before; absent, every request is decoded and run. */
-  readonly answers?: ReadAnswers;
   /** Largest request body (after decompression) accepted. */
   readonly maxBodyBytes: number;
   /** Errors the transport does not know itself (the service's own, and unexpected ones, logged). */

@@ -12,7 +12,6 @@ import {
 } from "@connectrpc/connect";
 import { callObservationKey } from "./call-observation.js";
 import type { HttpExchange } from "./http-exchange.js";
-import { keptAnswerTag, type ReadSlot } from "./kept-answers.js";
 import type { UnaryMethod } from "./unary-method.js";
 
 /** How one call arrived. */
@@ -22,8 +21,6 @@ export interface UnaryCall {
   readonly protocolName: string;
   /** The caller's deadline, in milliseconds from now, when its protocol sent one. */
   readonly timeoutMs?: number;
-  /** Where this request's answer may be kept, or is (see kept-answers.ts): a read seen before. */
-  readonly read?: ReadSlot;
 }
 
 /** What a call produced: its message or its error, and the headers and trailers it set. */
@@ -90,32 +87,9 @@ export function createUnaryInvoker(options: UnaryInvokerOptions): UnaryInvoker {
  */
 const callContextKey = createContextKey<CallContext | undefined>(undefined, { description: "unary call context" });
 
-/** The implementation's answer, or, for a read seen before, the answer kept for it. */
+/** The implementation's answer, as a message of the method's output. */
 async function answer(target: UnaryMethod, context: CallContext, request: UnaryRequest): Promise<Message> {
-  if (context.read !== undefined) return answerRead(context.read, target, context, request);
   return create(target.method.output, (await target.impl(request.message as never, context)) as never);
-}
-
-/**
- * The innermost step of a read that has a slot: the answer kept for it, with the headers its
- * handler set then, or the handler's answer, kept when the handler says so. Interceptors run
- * around this either way, so their headers are never part of what is kept.
- */
-async function answerRead(slot: ReadSlot, target: UnaryMethod, context: CallContext, request: UnaryRequest): Promise<Message> {
-  const kept = slot.answer();
-  if (kept !== undefined) {
-    for (const [name, value] of kept.header) context.responseHeader.set(name, value);
-    return kept.message;
-  }
-  const mark = slot.mark();
-  const before = new Set(context.headerNames());
-  const message = create(target.method.output, (await target.impl(request.message as never, context)) as never);
-  const tag = keptAnswerTag(context.values);
-  if (tag !== undefined) {
-    const header = context.headerNames().filter((name) => !before.has(name)).map((name) => [name, context.responseHeader.get(name) as string] as const);
-    slot.keep(mark, target.method.output, message, header, tag);
-  }
-  return message;
 }
 
 function asConnectError(error: unknown, options: UnaryInvokerOptions): ConnectError {
@@ -205,8 +179,6 @@ class CallContext implements HandlerContext {
   readonly protocolName: string;
   readonly values: ContextValues;
   readonly timeoutMs: () => number | undefined;
-  /** Where the answer to this read may be kept, or is. */
-  readonly read: ReadSlot | undefined;
   #exchange: HttpExchange;
   #shutdown: AbortSignal | undefined;
   #requestHeader: Headers | undefined;
@@ -221,7 +193,6 @@ class CallContext implements HandlerContext {
     this.method = target.method;
     this.protocolName = call.protocolName;
     this.#exchange = call.exchange;
-    this.read = call.read;
     this.#shutdown = options.shutdownSignal;
     this.values = options.contextValues?.(call.exchange) ?? createContextValues();
     // Handlers name the authenticated caller here, for the access log.
@@ -271,11 +242,6 @@ class CallContext implements HandlerContext {
   /** The implementation's response: the message, with the headers and trailers as set by then or later. */
   response(message: Message): UnaryResponse {
     return new ImplementationResponse(this, message) as unknown as UnaryResponse;
-  }
-
-  /** The names of the response headers set so far. */
-  headerNames(): string[] {
-    return this.#responseHeader === undefined ? [] : [...this.#responseHeader.keys()];
   }
 
   /** The headers and trailers set during the call, if any were. */
