@@ -3,7 +3,7 @@ import { expect } from "vitest";
 import { openDatabase, type Database } from "../../src/storage/database.js";
 import { childEnv, runCli, temporaryDirectory, type CliResult } from "../support/child-processes.js";
 import type { PublishingSetup } from "../support/registry-fixture.js";
-import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
+import { createTestDatabase, seededDataDirectory, type TestDatabase } from "../support/test-database.js";
 
 /** What the mirror tests share: a source to write to, a database to mirror into, and the state to compare. */
 
@@ -52,9 +52,14 @@ export interface MirrorDatabase {
 export async function mirrorDatabase(): Promise<MirrorDatabase> {
   if (process.env.DATABASE_URL) {
     const db: TestDatabase = await createTestDatabase();
-    return { env: { DATABASE_URL: db.url! }, open: async () => ({ knex: db.database.knex, database: db.database, close: async () => {} }), remove: () => db.drop() };
+    return {
+      env: { DATABASE_URL: db.url! },
+      open: async () => ({ knex: db.database.knex, database: db.database, close: async () => {} }),
+      remove: () => db.drop(),
+    };
   }
-  const dir = await temporaryDirectory("registry-mirror-");
+  // A copy of the run's migrated template when there is one: the mirror process skips initdb.
+  const dir = (await seededDataDirectory("registry-mirror-")) ?? (await temporaryDirectory("registry-mirror-"));
   return {
     env: { DATABASE_URL: "", REGISTRY_DATA_DIR: dir.path },
     async open() {
@@ -70,7 +75,19 @@ export function runMirrorCli(sourceUrl: string, args: readonly string[], mirror:
   return runCli(["mirror", "--from", sourceUrl, ...args], childEnv({ REGISTRY_LOG_KEY: undefined, ...mirror.env }), timeoutMs);
 }
 
-const LOG_COLUMNS = ["log_index", "kind", "base_did", "entry_state", "latest_version", "revocation_did", "revocation_reason", "revocation_signature", "revocation_signer", "logged_at", "record"];
+const LOG_COLUMNS = [
+  "log_index",
+  "kind",
+  "base_did",
+  "entry_state",
+  "latest_version",
+  "revocation_did",
+  "revocation_reason",
+  "revocation_signature",
+  "revocation_signer",
+  "logged_at",
+  "record",
+];
 
 /**
  * What must be identical in source and mirror: the log with its record bytes, the entries, the
