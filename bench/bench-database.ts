@@ -36,4 +36,3 @@ export async function serverVersion(adminUrl = DEFAULT_ADMIN_URL): Promise<strin
     return result.rows[0]?.server_version ?? "unknown";
   });
 }
-

@@ -203,5 +203,5 @@ if (process.argv[1]?.endsWith("cpu-profile.ts") && process.argv.length > 2) {
     ...(values.from === undefined ? {} : { fromSeconds: Number(values.from) }),
     ...(values.to === undefined ? {} : { toSeconds: Number(values.to) }),
   };
-  for (const file of positionals) console.log(formatProfileSummary(file, summariseProfile(file, process.cwd(), 25, window)) + "\n");
+  for (const file of positionals) console.log(`${formatProfileSummary(file, summariseProfile(file, process.cwd(), 25, window))}\n`);
 }

@@ -41,14 +41,34 @@ type QueryShape = { readonly name: string } & (
 /** The shapes the issue names, with values the loader makes common or rare on purpose. */
 export const QUERY_SHAPES: readonly QueryShape[] = [
   { name: "tags CONTAINS 'search'", endpoint: "discover", body: { conditions: [{ field: "tags", op: "CONTAINS", value: "search" }] } },
-  { name: "entryType = skill, publishedAt >= 2026-01-01", endpoint: "discover", body: { entryType: "skill", conditions: [{ field: "publishedAt", op: ">=", value: "2026-01-01" }] } },
-  { name: "version >= 2.0.0, isLatest", endpoint: "discover", body: { conditions: [{ field: "version", op: ">=", value: "2.0.0" }, { field: "isLatest", op: "=", value: true }] } },
+  {
+    name: "entryType = skill, publishedAt >= 2026-01-01",
+    endpoint: "discover",
+    body: { entryType: "skill", conditions: [{ field: "publishedAt", op: ">=", value: "2026-01-01" }] },
+  },
+  {
+    name: "version >= 2.0.0, isLatest",
+    endpoint: "discover",
+    body: {
+      conditions: [
+        { field: "version", op: ">=", value: "2.0.0" },
+        { field: "isLatest", op: "=", value: true },
+      ],
+    },
+  },
   {
     name: "QL: IN, OR, ORDER BY published_at DESC",
     endpoint: "query",
-    body: { query: "SELECT entry_did, version, published_at FROM entries WHERE entry_type IN ('skill', 'agent') AND (tags CONTAINS 'pdf' OR tags CONTAINS 'weather') ORDER BY published_at DESC" },
+    body: {
+      query:
+        "SELECT entry_did, version, published_at FROM entries WHERE entry_type IN ('skill', 'agent') AND (tags CONTAINS 'pdf' OR tags CONTAINS 'weather') ORDER BY published_at DESC",
+    },
   },
-  { name: "description CONTAINS 'weather'", endpoint: "discover", body: { conditions: [{ field: "description", op: "CONTAINS", value: "weather" }] } },
+  {
+    name: "description CONTAINS 'weather'",
+    endpoint: "discover",
+    body: { conditions: [{ field: "description", op: "CONTAINS", value: "weather" }] },
+  },
 ];
 
 export interface LatencyFigure {
@@ -94,7 +114,8 @@ export async function runDiscoveryBench(options: DiscoveryBenchOptions): Promise
     const secret = randomBytes(32).toString("base64url");
     const started = await startServer(database, secret, options.logFile);
     server = started.child;
-    const post = (endpoint: QueryShape["endpoint"], body: unknown) => postJson(`${started.url}${endpoint === "discover" ? "/v1/discover" : "/v1/discover/ql"}`, body);
+    const post = (endpoint: QueryShape["endpoint"], body: unknown) =>
+      postJson(`${started.url}${endpoint === "discover" ? "/v1/discover" : "/v1/discover/ql"}`, body);
     const sample = await post("discover", { limit: 1 });
     const resolvePath = `/v1/entries/${encodeURIComponent(sample.entries[0].entryDid)}`;
     const baseline = await measureLatency(() => getJson(started.url + resolvePath), options);
@@ -104,7 +125,9 @@ export async function runDiscoveryBench(options: DiscoveryBenchOptions): Promise
     for (const shape of QUERY_SHAPES) {
       const figures = await measureShape(shape, { ...options, post, knex: db.knex, cursors });
       queries.push(figures);
-      options.say(`  ${shape.name}: first p50 ${figures.first.p50Ms} / p95 ${figures.first.p95Ms} ms; ${options.depth.toLocaleString("en")} deep p50 ${figures.deep.p50Ms} / p95 ${figures.deep.p95Ms} ms${figures.sequentialScan ? "; SEQUENTIAL SCAN" : ""}`);
+      options.say(
+        `  ${shape.name}: first p50 ${figures.first.p50Ms} / p95 ${figures.first.p95Ms} ms; ${options.depth.toLocaleString("en")} deep p50 ${figures.deep.p50Ms} / p95 ${figures.deep.p95Ms} ms${figures.sequentialScan ? "; SEQUENTIAL SCAN" : ""}`,
+      );
     }
     return { load, baseline: { p50Ms: baseline.p50Ms, p95Ms: baseline.p95Ms }, queries };
   } finally {
@@ -144,7 +167,10 @@ async function measureShape(shape: QueryShape, context: ShapeContext): Promise<Q
     plans,
     // A sequential scan under the count's LIMIT stops at the limit: the planner's right choice
     // when matches are common. Anywhere else it would read the whole table.
-    sequentialScan: /Seq Scan/.test(plans.first) || /Seq Scan/.test(plans.deep) || (plans.count !== undefined && /Seq Scan/.test(plans.count) && !/Limit/.test(plans.count)),
+    sequentialScan:
+      /Seq Scan/.test(plans.first) ||
+      /Seq Scan/.test(plans.deep) ||
+      (plans.count !== undefined && /Seq Scan/.test(plans.count) && !/Limit/.test(plans.count)),
   };
 }
 
@@ -217,7 +243,17 @@ function verdict(query: QueryFigures, targets: DiscoveryTargets): string {
 
 function rows(figures: DiscoveryFigures, targets: DiscoveryTargets): string[][] {
   return [
-    ["Query", "Matches", "total", "First p50", "First p95", `${targets.depth.toLocaleString("en")} deep p50`, "Deep p95", "Deep / first (p50)", `Target p95 <= ${targets.p95TargetMs} ms`],
+    [
+      "Query",
+      "Matches",
+      "total",
+      "First p50",
+      "First p95",
+      `${targets.depth.toLocaleString("en")} deep p50`,
+      "Deep p95",
+      "Deep / first (p50)",
+      `Target p95 <= ${targets.p95TargetMs} ms`,
+    ],
     ["Baseline: resolve one entry", "1", "", `${figures.baseline.p50Ms}`, `${figures.baseline.p95Ms}`, "", "", "", ""],
     ...figures.queries.map((query) => [
       query.name,
@@ -246,7 +282,11 @@ export function renderDiscoveryTable(figures: DiscoveryFigures, targets: Discove
     indent(query.plans.deep),
     ...(query.plans.count === undefined ? [] : ["  total (first page only, counted up to the limit):", indent(query.plans.count)]),
   ]);
-  return [`Discovery at ${figures.load.count.toLocaleString("en")} entries, latency in ms (REST, sequential requests)`, ...lines, ...plans].join("\n");
+  return [
+    `Discovery at ${figures.load.count.toLocaleString("en")} entries, latency in ms (REST, sequential requests)`,
+    ...lines,
+    ...plans,
+  ].join("\n");
 }
 
 export function renderDiscoveryMarkdown(figures: DiscoveryFigures, targets: DiscoveryTargets): string {

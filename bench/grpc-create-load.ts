@@ -75,7 +75,11 @@ function call(session: http2.ClientHttp2Session, token: string, body: Buffer): P
         return;
       }
       const ok = status === 200 && grpcStatus === "0" && received > 5;
-      resolve({ ok, transport: false, detail: `HTTP ${status} grpc-status ${grpcStatus ?? "(none)"}${grpcMessage === "" ? "" : `: ${grpcMessage}`}` });
+      resolve({
+        ok,
+        transport: false,
+        detail: `HTTP ${status} grpc-status ${grpcStatus ?? "(none)"}${grpcMessage === "" ? "" : `: ${grpcMessage}`}`,
+      });
     });
     stream.end(body);
   });
@@ -145,9 +149,7 @@ export async function grpcCreateLoad(
       latencies[ok++] = ended - started;
     }
   }
-  await Promise.all(
-    sessions.flatMap((session) => Array.from({ length: options.streamsPerConnection }, () => worker(session))),
-  );
+  await Promise.all(sessions.flatMap((session) => Array.from({ length: options.streamsPerConnection }, () => worker(session))));
   await Promise.all(sessions.map((session) => new Promise<void>((resolve) => session.close(resolve))));
   const sorted = latencies.subarray(0, ok).sort();
   statusCodes["200 grpc-status 0"] = ok;

@@ -26,9 +26,7 @@ export interface HttpLoadResult {
 }
 
 function summarise(result: AutocannonResult): HttpLoadResult {
-  const statusCodes = Object.fromEntries(
-    Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count]),
-  );
+  const statusCodes = Object.fromEntries(Object.entries(result.statusCodeStats ?? {}).map(([code, stats]) => [code, stats.count]));
   return {
     requestsPerSecond: result["2xx"] / result.duration,
     ok: result["2xx"],

@@ -121,7 +121,10 @@ const checks = {
   grpc(answer: Answer, did: string) {
     expectStatus(answer, "application/grpc");
     const status = answer.trailers["grpc-status"];
-    expect(status === "0", `grpc-status ${String(status ?? answer.headers["grpc-status"])} ${String(answer.trailers["grpc-message"] ?? answer.headers["grpc-message"] ?? "")}`);
+    expect(
+      status === "0",
+      `grpc-status ${String(status ?? answer.headers["grpc-status"])} ${String(answer.trailers["grpc-message"] ?? answer.headers["grpc-message"] ?? "")}`,
+    );
     const messages = frames(answer.body);
     expect(messages.length === 1 && messages[0]!.flags === 0, `${messages.length} response messages, not 1 uncompressed`);
     expectDid(decodeResolveMessage(messages[0]!.bytes), did);
@@ -138,8 +141,18 @@ export function protocolRows(did: string, concurrency: Concurrency): ProtocolRow
   const requestBinary = Buffer.from(toBinary(ResolveEntryRequestSchema, create(ResolveEntryRequestSchema, { did })));
   const requestJson = Buffer.from(JSON.stringify({ did }));
   const post = { method: "POST" as const, path: RESOLVE_ENTRY_PATH, rpc: true, target: "registry" as const };
-  const connectJson = { ...post, headers: { "content-type": "application/json", ...CONNECT }, body: requestJson, check: checks.connectJson };
-  const connectProto = { ...post, headers: { "content-type": "application/proto", ...CONNECT }, body: requestBinary, check: checks.connectProto };
+  const connectJson = {
+    ...post,
+    headers: { "content-type": "application/json", ...CONNECT },
+    body: requestJson,
+    check: checks.connectJson,
+  };
+  const connectProto = {
+    ...post,
+    headers: { "content-type": "application/proto", ...CONNECT },
+    body: requestBinary,
+    check: checks.connectProto,
+  };
   const grpcWeb = {
     ...post,
     headers: { "content-type": "application/grpc-web+proto", "x-grpc-web": "1" },
@@ -147,7 +160,18 @@ export function protocolRows(did: string, concurrency: Concurrency): ProtocolRow
     check: checks.grpcWeb,
   };
   return [
-    { key: "rest", label: "REST, HTTP/1.1", target: "registry", transport: "h1", rpc: false, method: "GET", path: restPath, headers: {}, shape: h1, check: checks.restJson },
+    {
+      key: "rest",
+      label: "REST, HTTP/1.1",
+      target: "registry",
+      transport: "h1",
+      rpc: false,
+      method: "GET",
+      path: restPath,
+      headers: {},
+      shape: h1,
+      check: checks.restJson,
+    },
     { key: "connect-json-h1", label: "Connect JSON, HTTP/1.1", transport: "h1", shape: h1, ...connectJson },
     { key: "connect-json-h2c", label: "Connect JSON, h2c", transport: "h2c", shape: h2c, ...connectJson },
     { key: "connect-proto-h1", label: "Connect binary, HTTP/1.1", transport: "h1", shape: h1, ...connectProto },
@@ -164,7 +188,18 @@ export function protocolRows(did: string, concurrency: Concurrency): ProtocolRow
       body: grpcEnvelope(requestBinary),
       check: checks.grpc,
     },
-    { key: "floor-http", label: "floor: bare node:http, HTTP/1.1", target: "http-floor", transport: "h1", rpc: false, method: "GET", path: restPath, headers: {}, shape: h1, check: checks.restJson },
+    {
+      key: "floor-http",
+      label: "floor: bare node:http, HTTP/1.1",
+      target: "http-floor",
+      transport: "h1",
+      rpc: false,
+      method: "GET",
+      path: restPath,
+      headers: {},
+      shape: h1,
+      check: checks.restJson,
+    },
     {
       key: "floor-http2",
       label: "floor: bare node:http2 streams, h2c",
@@ -202,7 +237,12 @@ function http1Request(baseUrl: string, row: ProtocolRow, headers: Record<string,
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
         response.once("error", reject);
         response.once("end", () =>
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, trailers: response.trailers, body: Buffer.concat(chunks) }),
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            trailers: response.trailers,
+            body: Buffer.concat(chunks),
+          }),
         );
       },
     );

@@ -25,14 +25,61 @@ export interface LoadReport {
 }
 
 const WORDS = [
-  "web", "search", "text", "image", "audio", "video", "code", "data", "file", "mail", "chat", "calendar",
-  "weather", "map", "pdf", "sheet", "doc", "slide", "note", "task", "crm", "sql", "graph", "vector",
-  "cloud", "git", "shell", "http", "json", "xml", "csv", "zip", "crypto", "price", "news", "stock",
-  "travel", "food", "health", "music",
+  "web",
+  "search",
+  "text",
+  "image",
+  "audio",
+  "video",
+  "code",
+  "data",
+  "file",
+  "mail",
+  "chat",
+  "calendar",
+  "weather",
+  "map",
+  "pdf",
+  "sheet",
+  "doc",
+  "slide",
+  "note",
+  "task",
+  "crm",
+  "sql",
+  "graph",
+  "vector",
+  "cloud",
+  "git",
+  "shell",
+  "http",
+  "json",
+  "xml",
+  "csv",
+  "zip",
+  "crypto",
+  "price",
+  "news",
+  "stock",
+  "travel",
+  "food",
+  "health",
+  "music",
 ];
 /** 200 tags: the words, and four variants of each, so a few are common and most are rare. */
 const TAGS = WORDS.flatMap((word) => [word, `${word}-tools`, `${word}.ai`, `${word}-api`, `${word}_v2`]);
-const SUBJECTS = ["Fetches", "Summarises", "Translates", "Indexes", "Converts", "Searches", "Monitors", "Extracts", "Schedules", "Answers questions about"];
+const SUBJECTS = [
+  "Fetches",
+  "Summarises",
+  "Translates",
+  "Indexes",
+  "Converts",
+  "Searches",
+  "Monitors",
+  "Extracts",
+  "Schedules",
+  "Answers questions about",
+];
 const OBJECTS = [...WORDS.map((word) => `${word} content`), "weather forecasts", "PDF documents"];
 const LICENSES = ["MIT", "Apache-2.0", "BSD-3-Clause", "GPL-3.0", "MPL-2.0"];
 
@@ -161,7 +208,11 @@ export async function loadEntries(knex: Knex, options: LoadOptions): Promise<Loa
     for (const definition of indexes) await tx.raw(definition);
   });
   await knex.raw("analyze entries, entry_names");
-  const [counts] = (await knex.raw("select (select count(*) from entries)::int as count, (select count(*) from entry_names)::int as names, pg_total_relation_size('entries')::float8 / 1048576 as mb")).rows;
+  const [counts] = (
+    await knex.raw(
+      "select (select count(*) from entries)::int as count, (select count(*) from entry_names)::int as names, pg_total_relation_size('entries')::float8 / 1048576 as mb",
+    )
+  ).rows;
   return { count: counts.count, names: counts.names, seconds: round((performance.now() - started) / 1000, 1), tableMb: round(counts.mb) };
 }
 
@@ -186,7 +237,10 @@ export interface LatencyOptions {
 }
 
 /** Latency of `send`, called one at a time: first `warmup` calls unmeasured, then `samples` measured. */
-export async function measureLatency(send: () => Promise<unknown>, options: LatencyOptions): Promise<{ p50Ms: number; p95Ms: number; samples: number }> {
+export async function measureLatency(
+  send: () => Promise<unknown>,
+  options: LatencyOptions,
+): Promise<{ p50Ms: number; p95Ms: number; samples: number }> {
   for (let i = 0; i < options.warmup; i++) await send();
   const times = new Float64Array(options.samples);
   for (let i = 0; i < options.samples; i++) {
