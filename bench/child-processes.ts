@@ -18,6 +18,8 @@ const running = new Set<Child>();
 
 export interface StartOptions {
   readonly env?: NodeJS.ProcessEnv;
+  /** The child's working directory (default this process's): another checkout's tree, for an A/B run. */
+  readonly cwd?: string;
   /** stdout and stderr are appended here, so the bench's own output stays readable. */
   readonly logFile: string;
   /** Collect stdout in memory instead of the log (for children that report JSON). */
@@ -34,7 +36,7 @@ export function startChild(name: string, args: readonly string[], options: Start
   const log = openSync(options.logFile, "a");
   const capture = options.captureStdout === true;
   const child = spawn(process.execPath, args, {
-    cwd: process.cwd(),
+    cwd: options.cwd ?? process.cwd(),
     env: options.env ?? process.env,
     stdio: ["ignore", capture ? "pipe" : log, log],
   });

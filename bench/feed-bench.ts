@@ -24,8 +24,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { ChangeFeedService } from "../gen/registry/v1/change_feed_service_pb.js";
 import { nowToTheSecond, signedEntry, type BenchPublisher } from "./entry-signer.js";
-import { ServerSampler, type WindowUsage } from "./process-sampler.js";
-import type { Run } from "./report.js";
+import { ServerSampler, type Run, type WindowUsage } from "./process-sampler.js";
 import { percentileOfSorted, round } from "./stats.js";
 
 export interface FeedBenchOptions {
@@ -128,7 +127,9 @@ export async function runFeedBench(options: FeedBenchOptions): Promise<FeedFigur
   try {
     const { result: filled, usage: fillUsage } = await sampler.window(() => fillLog(options, agent));
     const logRecords = await logSize(options.url);
-    say(`  feed: ${fmt(logRecords)} records in the log${filled === undefined ? "" : ` (${fmt(filled.entries)} entries published first to reach ${fmt(options.minRecords)}, ${fmt(filled.perSecond)}/s; server CPU ${fmt(fillUsage.serverCpuPercent)}%, postgres ${fmt(fillUsage.postgresCpuPercent)}%, client ${fmt(fillUsage.generatorCpuPercent)}%, CPU pressure ${fmt(fillUsage.cpuPressurePercent)}%)`}`);
+    say(
+      `  feed: ${fmt(logRecords)} records in the log${filled === undefined ? "" : ` (${fmt(filled.entries)} entries published first to reach ${fmt(options.minRecords)}, ${fmt(filled.perSecond)}/s; server CPU ${fmt(fillUsage.serverCpuPercent)}%, postgres ${fmt(fillUsage.postgresCpuPercent)}%, client ${fmt(fillUsage.generatorCpuPercent)}%, CPU pressure ${fmt(fillUsage.cpuPressurePercent)}%)`}`,
+    );
 
     // Untimed: the first pass through a code path runs before the JIT has compiled it.
     await replayOverRest(options.url, Math.min(WARMUP_RECORDS, logRecords));
@@ -140,18 +141,23 @@ export async function runFeedBench(options: FeedBenchOptions): Promise<FeedFigur
     ];
     for (let run = 1; run <= options.runs; run++) {
       for (const replay of replays) {
-        const read = replay.key === "rest" ? () => replayOverRest(options.url, logRecords) : () => replayOverStream(options.url, logRecords);
+        const read =
+          replay.key === "rest" ? () => replayOverRest(options.url, logRecords) : () => replayOverStream(options.url, logRecords);
         const started = performance.now();
         const { result: records, usage } = await sampler.window(read);
         const seconds = (performance.now() - started) / 1000;
         const result: ReplayResult = { records, seconds: round(seconds, 3), recordsPerSecond: records / seconds };
         (replay.runs as ReplayRun[]).push({ result, usage });
-        say(`  ${replay.label} run ${run}: ${fmt(result.recordsPerSecond)} records/s (${fmt(records)} in ${fmt(seconds, 2)} s), server CPU ${fmt(usage.serverCpuPercent)}% (${fmt(((usage.serverCpuPercent / 100) * 1e6) / result.recordsPerSecond)} µs/record), postgres ${fmt(usage.postgresCpuPercent)}%, client ${fmt(usage.generatorCpuPercent)}%, CPU pressure ${fmt(usage.cpuPressurePercent)}%`);
+        say(
+          `  ${replay.label} run ${run}: ${fmt(result.recordsPerSecond)} records/s (${fmt(records)} in ${fmt(seconds, 2)} s), server CPU ${fmt(usage.serverCpuPercent)}% (${fmt(((usage.serverCpuPercent / 100) * 1e6) / result.recordsPerSecond)} µs/record), postgres ${fmt(usage.postgresCpuPercent)}%, client ${fmt(usage.generatorCpuPercent)}%, CPU pressure ${fmt(usage.cpuPressurePercent)}%`,
+        );
       }
     }
 
     const live = await measureLiveLag(options, sampler, agent);
-    say(`  ${live.label}: lag p50 ${fmt(live.lagP50Ms, 1)} ms, p99 ${fmt(live.lagP99Ms, 1)} ms, max ${fmt(live.lagMaxMs, 1)} ms; ${fmt(live.arrived)} of ${fmt(live.created)} created arrived${live.problems.length === 0 ? " in index order, no gap" : `; PROBLEMS: ${live.problems.join("; ")}`}; sent in ${fmt(live.writeSeconds, 2)} s (${fmt(live.sent - live.created)} not created), create p50 ${fmt(live.createP50Ms, 1)} ms, p99 ${fmt(live.createP99Ms, 1)} ms, bench event-loop delay p99 ${fmt(live.clientLoopDelayP99Ms, 1)} ms, server CPU ${fmt(live.usage.serverCpuPercent)}%, postgres ${fmt(live.usage.postgresCpuPercent)}%, CPU pressure ${fmt(live.usage.cpuPressurePercent)}%`);
+    say(
+      `  ${live.label}: lag p50 ${fmt(live.lagP50Ms, 1)} ms, p99 ${fmt(live.lagP99Ms, 1)} ms, max ${fmt(live.lagMaxMs, 1)} ms; ${fmt(live.arrived)} of ${fmt(live.created)} created arrived${live.problems.length === 0 ? " in index order, no gap" : `; PROBLEMS: ${live.problems.join("; ")}`}; sent in ${fmt(live.writeSeconds, 2)} s (${fmt(live.sent - live.created)} not created), create p50 ${fmt(live.createP50Ms, 1)} ms, p99 ${fmt(live.createP99Ms, 1)} ms, bench event-loop delay p99 ${fmt(live.clientLoopDelayP99Ms, 1)} ms, server CPU ${fmt(live.usage.serverCpuPercent)}%, postgres ${fmt(live.usage.postgresCpuPercent)}%, CPU pressure ${fmt(live.usage.cpuPressurePercent)}%`,
+    );
     return { logRecords, filled, replays, live };
   } finally {
     sampler.stop();
@@ -177,7 +183,8 @@ async function replayOverRest(url: string, size: number): Promise<number> {
   let after: string | undefined;
   while (expected < size) {
     const changes = (await getPage(url, after, REPLAY_PAGE_SIZE)).changes ?? [];
-    if (changes.length === 0) throw new Error(`REST replay: an empty page after ${after ?? "the start"} with ${size - expected} records still to read`);
+    if (changes.length === 0)
+      throw new Error(`REST replay: an empty page after ${after ?? "the start"} with ${size - expected} records still to read`);
     for (const change of changes) {
       if (Number(change.index) !== expected) throw new Error(`REST replay: index ${change.index} where ${expected} was due`);
       expected++;
@@ -210,7 +217,11 @@ export function postEntry(agent: http.Agent, url: string, token: string, body: s
   return new Promise((resolve) => {
     const request = http.request(
       `${url}/v1/entries`,
-      { method: "POST", agent, headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) } },
+      {
+        method: "POST",
+        agent,
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
       (response) => {
         let text = "";
         response.setEncoding("utf8");
@@ -286,7 +297,11 @@ async function measureLiveLag(options: FeedBenchOptions, sampler: ServerSampler,
         }
         continue;
       }
-      arrivals.push({ index: Number(change.index), entryDid: change.entry?.entryDid ?? "", lagMs: arrivedAt - Date.parse(change.loggedAt) });
+      arrivals.push({
+        index: Number(change.index),
+        entryDid: change.entry?.entryDid ?? "",
+        lagMs: arrivedAt - Date.parse(change.loggedAt),
+      });
       if (arrivals.length >= enough) allArrived();
     }
   })().catch((error: unknown) => {
@@ -298,7 +313,9 @@ async function measureLiveLag(options: FeedBenchOptions, sampler: ServerSampler,
   try {
     const primerAnswer = await postEntry(agent, url, accessToken, primer!);
     if (!primerAnswer.created) throw new Error(`live lag: the primer entry answered ${primerAnswer.detail}`);
-    const primerLost = sleep(LIVE_GRACE_MS, undefined, { ref: false }).then(() => Promise.reject(new Error(`live lag: the primer change did not arrive within ${LIVE_GRACE_MS} ms`)));
+    const primerLost = sleep(LIVE_GRACE_MS, undefined, { ref: false }).then(() =>
+      Promise.reject(new Error(`live lag: the primer change did not arrive within ${LIVE_GRACE_MS} ms`)),
+    );
     await Promise.race([primerArrived, primerLost]);
     loopDelay.enable();
     window = await sampler.window(async () => {
@@ -313,7 +330,10 @@ async function measureLiveLag(options: FeedBenchOptions, sampler: ServerSampler,
     abort.abort();
     await watching;
   }
-  const { result: { writeSeconds, latenciesMs, createdDids, failures }, usage } = window;
+  const {
+    result: { writeSeconds, latenciesMs, createdDids, failures },
+    usage,
+  } = window;
 
   const problems = [...failures.map((detail) => `not created: ${detail}`), ...deliveryProblems(arrivals, primerIndex, createdDids)];
   const lags = arrivals.map((a) => a.lagMs).sort((a, b) => a - b);
@@ -345,7 +365,13 @@ export interface Written {
 }
 
 /** Sends entry i at start + i / rate, without waiting for earlier answers; resolves once all are answered. */
-export async function writeOpenLoop(agent: http.Agent, url: string, token: string, bodies: readonly string[], rate: number): Promise<Written> {
+export async function writeOpenLoop(
+  agent: http.Agent,
+  url: string,
+  token: string,
+  bodies: readonly string[],
+  rate: number,
+): Promise<Written> {
   const intervalMs = 1000 / rate;
   const createdDids = new Set<string>();
   const failures = new Map<string, number>();
@@ -369,7 +395,12 @@ export async function writeOpenLoop(agent: http.Agent, url: string, token: strin
   }
   const writeSeconds = (performance.now() - started) / 1000;
   await Promise.all(answers);
-  return { writeSeconds, latenciesMs: latenciesMs.sort((a, b) => a - b), createdDids, failures: [...failures].map(([detail, count]) => `${count} x ${detail}`) };
+  return {
+    writeSeconds,
+    latenciesMs: latenciesMs.sort((a, b) => a - b),
+    createdDids,
+    failures: [...failures].map(([detail, count]) => `${count} x ${detail}`),
+  };
 }
 
 /** Every created entry once, at consecutive indexes after the primer's, and nothing else. */
@@ -380,7 +411,8 @@ function deliveryProblems(arrivals: readonly Arrival[], primerIndex: number, cre
     if (problems.length >= 5) return;
     const due = primerIndex + 1 + i;
     if (arrival.index !== due) problems.push(`index ${arrival.index} arrived where ${due} was due`);
-    else if (!createdDids.has(arrival.entryDid)) problems.push(`index ${arrival.index} is ${arrival.entryDid}, which the writer did not create`);
+    else if (!createdDids.has(arrival.entryDid))
+      problems.push(`index ${arrival.index} is ${arrival.entryDid}, which the writer did not create`);
     else if (seen.has(arrival.entryDid)) problems.push(`${arrival.entryDid} arrived twice`);
     seen.add(arrival.entryDid);
   });

@@ -112,6 +112,8 @@ export interface WindowUsage {
   readonly seconds: number;
   /** CPU use of the server as a percentage of one core, averaged over the window. */
   readonly serverCpuPercent: number;
+  /** CPU seconds (user + system) the server used in the window, from /proc/<pid>/stat before and after. */
+  readonly serverCpuSeconds: number;
   /** The part of the server's CPU spent in the kernel (system calls: socket reads and writes). */
   readonly serverKernelPercent: number;
   /** Same for all Postgres processes together. */
@@ -120,6 +122,12 @@ export interface WindowUsage {
   readonly generatorCpuPercent: number;
   readonly rssPeakMb: number;
   readonly rssMedianMb: number;
+}
+
+/** A measured result with the usage of the window it was measured in. */
+export interface Run<T> {
+  readonly result: T;
+  readonly usage: WindowUsage;
 }
 
 /** Samples the server's RSS every `intervalMs` for the whole run; windows mark the load phases. */
@@ -174,11 +182,11 @@ export class ServerSampler {
       pressure: cpuPressureMicros(),
     });
     let start = snapshot();
-    const timer =
-      options.measureAfterMs === undefined ? undefined : setTimeout(() => (start = snapshot()), options.measureAfterMs);
+    const timer = options.measureAfterMs === undefined ? undefined : setTimeout(() => (start = snapshot()), options.measureAfterMs);
     const result = await work();
     clearTimeout(timer);
     const seconds = (Date.now() - start.at) / 1000;
+    const serverCpuSeconds = (cpuSeconds(cpuPid) ?? start.server) - start.server;
     const rss = this.samples.filter((s) => s.at >= start.at).map((s) => s.rssMb);
     const now = rssMegabytes(this.pid);
     if (now !== undefined) rss.push(now);
@@ -189,7 +197,8 @@ export class ServerSampler {
       usage: {
         seconds,
         cpuPressurePercent: pressurePercent(start.pressure, cpuPressureMicros(), seconds),
-        serverCpuPercent: (100 * ((cpuSeconds(cpuPid) ?? start.server) - start.server)) / seconds,
+        serverCpuPercent: (100 * serverCpuSeconds) / seconds,
+        serverCpuSeconds,
         serverKernelPercent: (100 * ((cpuTimes(cpuPid)?.system ?? start.kernel) - start.kernel)) / seconds,
         postgresCpuPercent: (100 * postgresCpuSince(start.postgres, this.database)) / seconds,
         generatorCpuPercent: (100 * (generatorCpuSeconds() - start.generator)) / seconds,

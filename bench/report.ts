@@ -4,19 +4,16 @@ import type { StreamFigures } from "./stream-bench.js";
 import type { CreateLoadResult } from "./http-load.js";
 import type { H2loadResult } from "./h2load.js";
 import type { ProtocolRow } from "./protocol-rows.js";
-import type { WindowUsage } from "./process-sampler.js";
+import type { Run } from "./process-sampler.js";
 import { median } from "./stats.js";
-
-export interface Run<T> {
-  readonly result: T;
-  readonly usage: WindowUsage;
-}
+import { FLOOR_TARGETS, floorKeyOf, judgeRow, type RowJudgement } from "./floor-targets.js";
 
 export interface ResolveRowFigures {
   readonly key: ProtocolRow["key"];
   readonly label: string;
   readonly rpc: boolean;
   readonly target: ProtocolRow["target"];
+  readonly transport: ProtocolRow["transport"];
   /** The h2load command line, with the server's URL as $URL. */
   readonly command: string;
   /** Bytes of one successful answer's body: every 2xx answer under load is held to it. */
@@ -42,14 +39,10 @@ export interface Figures {
 }
 
 export const TARGETS = {
-  /** Every RPC protocol's resolve req/s, as a share of REST's. */
-  rpcOfRest: 0.8,
-  /** REST resolve req/s as a share of the bare node:http floor's. */
-  restOfFloor: 0.5,
+  /** Resolve rows against the bare floors of their transport (bench/floor-targets.ts). */
+  floors: FLOOR_TARGETS,
   /** gRPC creates/s as a share of REST's. */
   grpcCreatesOfRest: 1,
-  /** The most any protocol's resolve p99 may be, as a multiple of REST's. */
-  p99OfRest: 2,
   /** Standing targets from the first speed requirement. */
   restCreatesPerSecond: 1_000,
   rssMb: 250,
@@ -78,14 +71,15 @@ export interface MachineInfo {
 }
 
 const n = (value: number, digits = 0) =>
-  Number.isFinite(value)
-    ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits })
-    : "n/a";
+  Number.isFinite(value) ? value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }) : "n/a";
 
 /** Server CPU time per successful request, in microseconds: robust to how busy the machine was. */
 export const cpuMicrosPerRequest = (cpuPercent: number, perSecond: number) => (cpuPercent / 100 / perSecond) * 1e6;
 
-interface Summary {
+/** The server's CPU time over a resolve row's window (read before and after it) per 2xx answer, in microseconds. */
+export const cpuMicrosPerCall = (run: Run<H2loadResult>) => (run.usage.serverCpuSeconds * 1e6) / run.result.ok;
+
+export interface Summary {
   readonly label: string;
   readonly perSecond: number;
   readonly p99Ms: number;
@@ -95,19 +89,19 @@ interface Summary {
   readonly pressure: readonly number[];
 }
 
-function summariseResolve(row: ResolveRowFigures): Summary {
+export function summariseResolve(row: ResolveRowFigures): Summary {
   return {
     label: row.label,
     perSecond: median(row.runs.map((r) => r.result.requestsPerSecond)),
     p99Ms: median(row.runs.map((r) => r.result.latencyP99Ms)),
-    cpuMicros: median(row.runs.map((r) => cpuMicrosPerRequest(r.usage.serverCpuPercent, r.result.requestsPerSecond))),
+    cpuMicros: median(row.runs.map(cpuMicrosPerCall)),
     notOk: row.runs.reduce((sum, r) => sum + r.result.notOk + r.result.shortBodies, 0),
     runsPerSecond: row.runs.map((r) => r.result.requestsPerSecond),
     pressure: row.runs.map((r) => r.usage.cpuPressurePercent),
   };
 }
 
-function summariseCreates(figures: CreateFigures): Summary {
+export function summariseCreates(figures: CreateFigures): Summary {
   return {
     label: figures.label,
     perSecond: median(figures.runs.map((r) => r.result.requestsPerSecond)),
@@ -123,10 +117,11 @@ function summariseCreates(figures: CreateFigures): Summary {
 interface TableRow {
   readonly protocol: string;
   readonly perSecond: string;
-  readonly ofRest: string;
+  readonly ofFloor: string;
   readonly p99: string;
-  readonly p99OfRest: string;
+  readonly p99OfFloor: string;
   readonly cpu: string;
+  readonly target: string;
   readonly notOk: string;
   readonly runs: string;
 }
@@ -137,58 +132,47 @@ export interface Verdict {
   readonly pass: boolean | undefined;
 }
 
+/** Each resolve row against its floor (undefined for the floors, or when the floor did not run). */
+export function judgeRows(resolves: readonly ResolveRowFigures[]): Map<ResolveRowFigures["key"], RowJudgement | undefined> {
+  const summaries = new Map(resolves.map((row) => [row.key, summariseResolve(row)]));
+  return new Map(resolves.map((row) => [row.key, judgeRow(row, summaries.get(row.key)!, summaries.get(floorKeyOf(row.transport)))]));
+}
+
 function tableRows(f: Figures): TableRow[] {
-  const rest = f.resolves.find((row) => row.key === "rest");
-  const restSummary = rest === undefined ? undefined : summariseResolve(rest);
-  const restCreates = f.creates.find((c) => c.key === "rest");
-  const restCreatesSummary = restCreates === undefined ? undefined : summariseCreates(restCreates);
-  const line = (s: Summary, reference: Summary | undefined, unit: string): TableRow => ({
+  const judged = judgeRows(f.resolves);
+  const line = (s: Summary, judgement: RowJudgement | undefined, unit: string): TableRow => ({
     protocol: `${s.label}${unit}`,
     perSecond: n(s.perSecond),
-    ofRest: reference === undefined ? "" : n(s.perSecond / reference.perSecond, 2),
+    ofFloor: judgement === undefined ? "" : n(judgement.ofFloor, 2),
     p99: n(s.p99Ms, 1),
-    p99OfRest: reference === undefined ? "" : n(s.p99Ms / reference.p99Ms, 1),
+    p99OfFloor: judgement === undefined ? "" : n(judgement.p99OfFloor, 2),
     cpu: n(s.cpuMicros),
+    target: judgement === undefined ? "" : `${judgement.pass ? "PASS" : "MISS"} ${judgement.target}`,
     notOk: n(s.notOk),
     runs: s.runsPerSecond.map((v) => n(v)).join(" / "),
   });
   return [
-    ...f.resolves.map((row) => line(summariseResolve(row), restSummary, "")),
-    ...f.creates.map((c) => line(summariseCreates(c), restCreatesSummary, " (creates/s)")),
+    ...f.resolves.map((row) => line(summariseResolve(row), judged.get(row.key), "")),
+    ...f.creates.map((c) => line(summariseCreates(c), undefined, " (creates/s)")),
   ];
 }
 
 export function verdicts(f: Figures): Verdict[] {
   const out: Verdict[] = [];
-  const summaries = new Map(f.resolves.map((row) => [row.key, summariseResolve(row)]));
-  const rest = summaries.get("rest");
-  const rpc = f.resolves.filter((row) => row.rpc).map((row) => summaries.get(row.key)!);
-  const worst = <T>(items: readonly T[], by: (item: T) => number) => [...items].sort((a, b) => by(a) - by(b))[0];
-  if (rest !== undefined && rpc.length > 0) {
-    const ratio = (s: Summary) => s.perSecond / rest.perSecond;
-    const slowest = worst(rpc, ratio)!;
-    const below = rpc.filter((s) => ratio(s) < TARGETS.rpcOfRest).length;
+  const judged = judgeRows(f.resolves);
+  for (const transport of ["h2c", "h1"] as const) {
+    const rows = f.resolves.filter((row) => row.transport === transport && judged.get(row.key) !== undefined);
+    if (rows.length === 0) continue;
+    const misses = rows.filter((row) => !judged.get(row.key)!.pass);
+    const lowest = [...rows].sort((a, b) => judged.get(a.key)!.ofFloor - judged.get(b.key)!.ofFloor)[0]!;
+    const highestP99 = [...rows].sort((a, b) => judged.get(b.key)!.p99OfFloor - judged.get(a.key)!.p99OfFloor)[0]!;
     out.push({
-      target: `every RPC protocol's resolve >= ${TARGETS.rpcOfRest} of REST's req/s`,
-      measured: `lowest ${n(ratio(slowest), 2)} (${slowest.label}); ${below} of ${rpc.length} below`,
-      pass: below === 0,
-    });
-    const p99 = (s: Summary) => s.p99Ms / rest.p99Ms;
-    const slowestP99 = worst(rpc, (s) => -p99(s))!;
-    const over = rpc.filter((s) => p99(s) > TARGETS.p99OfRest).length;
-    out.push({
-      target: `every RPC protocol's resolve p99 <= ${TARGETS.p99OfRest}x REST's`,
-      measured: `highest ${n(p99(slowestP99), 1)}x (${slowestP99.label}, ${n(slowestP99.p99Ms, 1)} ms against ${n(rest.p99Ms, 1)} ms); ${over} of ${rpc.length} above`,
-      pass: over === 0,
-    });
-  }
-  const floor = summaries.get("floor-http");
-  if (rest !== undefined && floor !== undefined) {
-    const ratio = rest.perSecond / floor.perSecond;
-    out.push({
-      target: `REST resolve >= ${TARGETS.restOfFloor} of the bare node:http floor's req/s`,
-      measured: `${n(ratio, 2)} (${n(rest.perSecond)} against ${n(floor.perSecond)}; server CPU per request ${n(rest.cpuMicros)} µs against ${n(floor.cpuMicros)} µs)`,
-      pass: ratio >= TARGETS.restOfFloor,
+      target:
+        transport === "h2c"
+          ? `every h2c row >= ${FLOOR_TARGETS.h2cOfFloor} of the bare node:http2 floor's req/s, p99 <= ${FLOOR_TARGETS.h2cP99OfFloor}x its`
+          : `every HTTP/1.1 row (REST's first) >= ${FLOOR_TARGETS.h1OfFloor} of the bare node:http floor's req/s`,
+      measured: `lowest ${n(judged.get(lowest.key)!.ofFloor, 2)} (${lowest.label})${transport === "h2c" ? `, highest p99 ${n(judged.get(highestP99.key)!.p99OfFloor, 2)}x (${highestP99.label})` : ""}; ${misses.length === 0 ? "none" : misses.map((row) => row.label).join(", ")} of ${rows.length} missed`,
+      pass: misses.length === 0,
     });
   }
   const restCreates = f.creates.find((c) => c.key === "rest");
@@ -204,16 +188,21 @@ export function verdicts(f: Figures): Verdict[] {
   }
   if (restCreates !== undefined) {
     const r = summariseCreates(restCreates);
-    out.push({ target: `REST creates >= ${n(TARGETS.restCreatesPerSecond)}/s (standing)`, measured: n(r.perSecond), pass: r.perSecond >= TARGETS.restCreatesPerSecond });
+    out.push({
+      target: `REST creates >= ${n(TARGETS.restCreatesPerSecond)}/s (standing)`,
+      measured: n(r.perSecond),
+      pass: r.perSecond >= TARGETS.restCreatesPerSecond,
+    });
   }
   out.push(...feedVerdicts(f));
   out.push(...streamVerdicts(f.streams));
   const notOk = [...f.resolves.map(summariseResolve), ...f.creates.map(summariseCreates)].filter((s) => s.notOk > 0);
-  if (f.resolves.length + f.creates.length > 0) out.push({
-    target: "every request answered successfully (resolves 2xx with a whole body, creates created)",
-    measured: notOk.length === 0 ? "all" : notOk.map((s) => `${s.label}: ${n(s.notOk)} not OK`).join("; "),
-    pass: notOk.length === 0,
-  });
+  if (f.resolves.length + f.creates.length > 0)
+    out.push({
+      target: "every request answered successfully (resolves 2xx with a whole body, creates created)",
+      measured: notOk.length === 0 ? "all" : notOk.map((s) => `${s.label}: ${n(s.notOk)} not OK`).join("; "),
+      pass: notOk.length === 0,
+    });
   if (f.rss.samples > 0) {
     out.push({
       target: `server RSS under load < ${TARGETS.rssMb} MB (standing)`,
@@ -227,14 +216,15 @@ export function verdicts(f: Figures): Verdict[] {
 const HEADERS: TableRow = {
   protocol: "Protocol",
   perSecond: "req/s",
-  ofRest: "of REST",
+  ofFloor: "of floor",
   p99: "p99 ms",
-  p99OfRest: "p99 of REST",
-  cpu: "server CPU µs/req",
+  p99OfFloor: "p99 of floor",
+  cpu: "server CPU µs/call",
+  target: "target",
   notOk: "not OK",
   runs: "runs (req/s)",
 };
-const NUMERIC: readonly (keyof TableRow)[] = ["perSecond", "ofRest", "p99", "p99OfRest", "cpu", "notOk"];
+const NUMERIC: readonly (keyof TableRow)[] = ["perSecond", "ofFloor", "p99", "p99OfFloor", "cpu", "notOk"];
 
 const verdictText = (v: Verdict) => (v.pass === undefined ? "" : v.pass ? "PASS" : "MISS");
 
@@ -243,30 +233,50 @@ export function renderTable(f: Figures): string {
   const keys = (Object.keys(HEADERS) as (keyof TableRow)[]).filter((key) => key !== "runs");
   const widths = keys.map((key) => Math.max(...all.map((row) => row[key].length)));
   const line = (row: TableRow) =>
-    keys.map((key, i) => (NUMERIC.includes(key) ? row[key].padStart(widths[i]!) : row[key].padEnd(widths[i]!))).join("  ").trimEnd();
+    keys
+      .map((key, i) => (NUMERIC.includes(key) ? row[key].padStart(widths[i]!) : row[key].padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   const targets = verdicts(f).map((v) => `${verdictText(v).padEnd(4)}  ${v.target}: ${v.measured}`);
   const protocols = all.length === 1 ? [] : [line(HEADERS), widths.map((w) => "-".repeat(w)).join("  "), ...all.slice(1).map(line), ""];
-  const feed = [...(f.feed === undefined ? [] : feedTables(f.feed)), ...(f.streams === undefined ? [] : [streamTable(f.streams)])].flatMap((table) => [...consoleTable(table), ""]);
+  const feed = [...(f.feed === undefined ? [] : feedTables(f.feed)), ...(f.streams === undefined ? [] : [streamTable(f.streams)])].flatMap(
+    (table) => [...consoleTable(table), ""],
+  );
   return [...protocols, ...feed, "Targets:", ...targets].join("\n");
 }
 
 /** The generated part of docs/performance.md's protocol section. */
-export function renderMarkdown(f: Figures, date: string, machine: MachineInfo, config: { runs: number; durationSeconds: number; warmupSeconds: number }): string {
-  const feedPressure = f.feed === undefined ? [] : [...f.feed.replays.flatMap((replay) => replay.runs.map((r) => r.usage.cpuPressurePercent)), f.feed.live.usage.cpuPressurePercent];
-  const pressure = [...[...f.resolves, ...f.creates].flatMap((row) => row.runs.map((r) => r.usage.cpuPressurePercent)), ...feedPressure].filter(Number.isFinite);
+export function renderMarkdown(
+  f: Figures,
+  date: string,
+  machine: MachineInfo,
+  config: { runs: number; durationSeconds: number; warmupSeconds: number },
+): string {
+  const feedPressure =
+    f.feed === undefined
+      ? []
+      : [...f.feed.replays.flatMap((replay) => replay.runs.map((r) => r.usage.cpuPressurePercent)), f.feed.live.usage.cpuPressurePercent];
+  const pressure = [
+    ...[...f.resolves, ...f.creates].flatMap((row) => row.runs.map((r) => r.usage.cpuPressurePercent)),
+    ...feedPressure,
+  ].filter(Number.isFinite);
   const keys = Object.keys(HEADERS) as (keyof TableRow)[];
   const row = (r: TableRow) => `| ${keys.map((key) => r[key]).join(" | ")} |`;
   const commands = f.resolves.map((r) => `${r.label}:\n  ${r.command}`).join("\n");
   return [
     `Code ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` plus uncommitted changes to ${machine.code.uncommitted.join(", ")}`}, ENTRY_CACHE_SIZE ${machine.entryCacheSize}. Run of ${date.slice(0, 10)} on a ${machine.cpus}-core shared machine (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}, ${machine.h2load}; 1/5/15-minute load average at the start ${machine.loadAverageAtStart.join(" / ")}; CPU pressure during the runs ${n(Math.min(...pressure))}-${n(Math.max(...pressure))}%. Medians of ${config.runs} run${config.runs === 1 ? "" : "s"} of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up each).`,
-    ...(f.resolves.length + f.creates.length === 0 ? [] : ["", row(HEADERS), `| ${keys.map((key) => (NUMERIC.includes(key) ? "---:" : "---")).join(" | ")} |`, ...tableRows(f).map(row)]),
+    ...(f.resolves.length + f.creates.length === 0
+      ? []
+      : ["", row(HEADERS), `| ${keys.map((key) => (NUMERIC.includes(key) ? "---:" : "---")).join(" | ")} |`, ...tableRows(f).map(row)]),
     ...(f.feed === undefined ? [] : feedTables(f.feed).flatMap((table) => ["", ...markdownTable(table)])),
     ...(f.streams === undefined ? [] : ["", ...markdownTable(streamTable(f.streams))]),
     "",
     "| Target | Measured | Result |",
     "| --- | --- | --- |",
     ...verdicts(f).map((v) => `| ${v.target.replace(">=", "≥").replace("<=", "≤")} | ${v.measured} | ${verdictText(v)} |`),
-    ...(f.resolves.length === 0 ? [] : ["", "<details><summary>h2load command lines</summary>", "", "```text", commands, "```", "", "</details>"]),
+    ...(f.resolves.length === 0
+      ? []
+      : ["", "<details><summary>h2load command lines</summary>", "", "```text", commands, "```", "", "</details>"]),
   ].join("\n");
 }
 
@@ -274,7 +284,7 @@ export function renderMarkdown(f: Figures, date: string, machine: MachineInfo, c
 // The change feed part (bench/feed-bench.ts): its tables and its targets.
 
 /** A table as text cells; columns listed in `numeric` are right-aligned. */
-interface TextTable {
+export interface TextTable {
   readonly header: readonly string[];
   readonly rows: readonly (readonly string[])[];
   readonly numeric: ReadonlySet<number>;
@@ -296,8 +306,28 @@ function feedTables(feed: FeedFigures): TextTable[] {
   };
   const live = feed.live;
   const lag: TextTable = {
-    header: ["Change feed live", "lag p50 ms", "lag p99 ms", "lag max ms", "arrived", "in index order, no gap", "create p99 ms", "bench event-loop delay p99 ms"],
-    rows: [[live.label, n(live.lagP50Ms, 1), n(live.lagP99Ms, 1), n(live.lagMaxMs, 1), `${n(live.arrived)} of ${n(live.sent)}`, live.problems.length === 0 ? "yes" : "NO", n(live.createP99Ms, 1), n(live.clientLoopDelayP99Ms, 1)]],
+    header: [
+      "Change feed live",
+      "lag p50 ms",
+      "lag p99 ms",
+      "lag max ms",
+      "arrived",
+      "in index order, no gap",
+      "create p99 ms",
+      "bench event-loop delay p99 ms",
+    ],
+    rows: [
+      [
+        live.label,
+        n(live.lagP50Ms, 1),
+        n(live.lagP99Ms, 1),
+        n(live.lagMaxMs, 1),
+        `${n(live.arrived)} of ${n(live.sent)}`,
+        live.problems.length === 0 ? "yes" : "NO",
+        n(live.createP99Ms, 1),
+        n(live.clientLoopDelayP99Ms, 1),
+      ],
+    ],
     numeric: new Set([1, 2, 3, 4, 6, 7]),
   };
   return [replays, lag];
@@ -344,17 +374,20 @@ function streamVerdicts(streams: StreamFigures | undefined): Verdict[] {
   ];
 }
 
-function consoleTable(table: TextTable): string[] {
+export function consoleTable(table: TextTable): string[] {
   const all = [table.header, ...table.rows];
   // The runs column is left out of the console, as in the protocol table: the run lines show them.
   const columns = table.header.map((_, i) => i).filter((i) => !table.header[i]!.startsWith("runs"));
   const widths = columns.map((column) => Math.max(...all.map((row) => row[column]!.length)));
   const line = (row: readonly string[]) =>
-    columns.map((column, i) => (table.numeric.has(column) ? row[column]!.padStart(widths[i]!) : row[column]!.padEnd(widths[i]!))).join("  ").trimEnd();
+    columns
+      .map((column, i) => (table.numeric.has(column) ? row[column]!.padStart(widths[i]!) : row[column]!.padEnd(widths[i]!)))
+      .join("  ")
+      .trimEnd();
   return [line(table.header), widths.map((w) => "-".repeat(w)).join("  "), ...table.rows.map(line)];
 }
 
-function markdownTable(table: TextTable): string[] {
+export function markdownTable(table: TextTable): string[] {
   return [
     `| ${table.header.join(" | ")} |`,
     `| ${table.header.map((_, i) => (table.numeric.has(i) ? "---:" : "---")).join(" | ")} |`,
@@ -365,7 +398,10 @@ function markdownTable(table: TextTable): string[] {
 function feedVerdicts(f: Figures): Verdict[] {
   const feed = f.feed;
   if (feed === undefined) return [];
-  const replays = feed.replays.map((replay) => ({ label: replay.key === "rest" ? "REST pages" : "stream", perSecond: replayPerSecond(replay) }));
+  const replays = feed.replays.map((replay) => ({
+    label: replay.key === "rest" ? "REST pages" : "stream",
+    perSecond: replayPerSecond(replay),
+  }));
   const best = Math.max(...replays.map((r) => r.perSecond));
   const live = feed.live;
   const delivered = live.problems.length === 0 && live.arrived === live.created && live.created === live.sent;
@@ -383,7 +419,11 @@ function feedVerdicts(f: Figures): Verdict[] {
       pass: live.lagP99Ms <= TARGETS.feedLagP99Ms && delivered,
     },
     creates === undefined
-      ? { target: `creates with the change log on >= ${n(TARGETS.createsWithLogPerSecond)}/s`, measured: "not measured in this run: the creates part measures it (every create appends to the log)", pass: undefined }
+      ? {
+          target: `creates with the change log on >= ${n(TARGETS.createsWithLogPerSecond)}/s`,
+          measured: "not measured in this run: the creates part measures it (every create appends to the log)",
+          pass: undefined,
+        }
       : {
           target: `creates with the change log on >= ${n(TARGETS.createsWithLogPerSecond)}/s`,
           measured: `${n(creates.perSecond)}/s, the REST creates row (every create appends to the log)`,

@@ -1,43 +1,9 @@
 /**
  * `npm run bench`: the registry's speed on Postgres, every protocol driven by one external load
- * generator (h2load), against bare node:http and node:http2 floors on the same machine, plus
- * creates over REST and gRPC. See docs/performance.md for the method.
- *
- *   npm run bench                      resolves on every protocol, creates and the change feed
- *                                      (about 5-6 minutes)
- *   npm run bench -- --quick           1 run of each, 3 s each: a smoke test, not figures to quote
- *   npm run bench -- --only PARTS      a comma-separated choice of parts: resolve, creates, feed
- *                                      (bench/feed-bench.ts: replay and live lag of the change
- *                                      log, after the creates when both run), discovery (about 6
- *                                      minutes on its own), all; or single
- *                                      rows: rest, connect-json-h1, connect-json-h2c,
- *                                      connect-proto-h1, connect-proto-h2c, grpc-web-h1,
- *                                      grpc-web-h2c, grpc, floor-http, floor-http2, create-rest,
- *                                      create-grpc (REST's resolve row is always added: ratios
- *                                      are to it)
- *   npm run bench -- --profile         one run per row with `node --cpu-prof` on the server,
- *                                      and a summary of where its CPU time went
- *   npm run bench -- --with-rate-limit the read limiter on (a bucket no load empties), to measure
- *                                      what it costs; add --rate-limit-redis redis://127.0.0.1:6379
- *                                      for the Redis store
- *   npm run bench -- --hold            seed and check as usual, then print the registry's URL and
- *                                      each row's h2load command line and keep the registry up until
- *                                      Ctrl-C, for studying one row by hand (perf, strace, a profiler)
- *   BENCH_SERVER_NODE_ARGS=--trace-gc npm run bench   extra node flags for the server process
- *
- * A full run (all resolve rows, creates and feed, 3 runs or more, no --quick, --profile or rate
- * limit) writes its table into docs/performance.md; other runs only print it. Figures go to
- * bench/results/latest.json (profiles to bench/results/profiles/ and profile-latest.json); the
- * children's and h2load's output to bench/results/bench.log.
- *
- * Options: --runs N, --duration S, --warmup S, --h1-connections N, --h2-connections N,
- * --h2-streams N, --create-connections N, --create-pool N, --feed-records N (publish first until the
- * log holds N records; 20,000), --feed-live N (entries the live writer publishes; 2,000, 1,000 with
- * --quick), --feed-rate R (their rate a second; 200), --stream-followers N and --stream-idle N (SSE
- * streams following the head during creates, 500, and held idle for the memory reading, 1,000),
- * --stream-creates N and --stream-rate R (the creates timed with and without them; 1,000 at 100/s).
- * DATABASE_URL names the Postgres server (admin URL; default postgres://postgres@127.0.0.1:5432/test);
- * a fresh database is created and dropped.
+ * generator (h2load), each resolve row judged against a bare node:http or node:http2 floor started
+ * in the same run, plus creates and the change feed; with --ab, the same rows against another
+ * commit, alternated. `npm run bench -- --help` lists the options (bench/bench-usage.ts);
+ * docs/performance.md describes the method.
  */
 import { execFileSync } from "node:child_process";
 import { appendFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
@@ -53,9 +19,10 @@ import { grpcCreateBody, grpcCreateLoad } from "./grpc-create-load.js";
 import { commandLine, ensureH2load, h2loadArgs, measureH2load, warmUp, type H2loadRequest, type H2loadResult } from "./h2load.js";
 import { createLoad, type CreateLoadResult } from "./http-load.js";
 import { checkedAnswer, protocolRows, RESOLVE_ROW_KEYS, type ProtocolRow, type ResolveRowKey, type Target } from "./protocol-rows.js";
-import { ServerSampler, type WindowUsage } from "./process-sampler.js";
+import { ServerSampler, type Run, type WindowUsage } from "./process-sampler.js";
 import { round } from "./stats.js";
 import {
+  cpuMicrosPerCall,
   cpuMicrosPerRequest,
   renderMarkdown,
   renderTable,
@@ -64,11 +31,14 @@ import {
   type Figures,
   type MachineInfo,
   type ResolveRowFigures,
-  type Run,
 } from "./report.js";
 import { renderDiscoveryMarkdown, renderDiscoveryTable, runDiscoveryBench } from "./discovery-bench.js";
 import { runFeedBench } from "./feed-bench.js";
 import { runStreamBench } from "./stream-bench.js";
+import { prepareAbTree, type AbTree } from "./ab-tree.js";
+import { renderAbMarkdown, renderAbTable, type AbFigures } from "./ab-report.js";
+import { BENCH_USAGE } from "./bench-usage.js";
+import { floorKeyOf } from "./floor-targets.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -94,8 +64,16 @@ const { values: args } = parseArgs({
     "stream-idle": { type: "string" },
     "stream-creates": { type: "string" },
     "stream-rate": { type: "string" },
+    ab: { type: "string" },
+    help: { type: "boolean" },
   },
 });
+if (args.help === true) {
+  process.stdout.write(BENCH_USAGE);
+  process.exit(0);
+}
+if (args.ab !== undefined && (args.profile === true || args.hold === true))
+  throw new Error("--ab runs the rows as measured; it does not combine with --profile or --hold");
 const quick = args.quick === true;
 const config = {
   runs: Number(args.runs ?? (quick || args.profile ? 1 : 3)),
@@ -146,23 +124,29 @@ const STREAMS = {
 const CREATE_KEYS = ["create-rest", "create-grpc"] as const;
 type CreateKey = (typeof CREATE_KEYS)[number];
 const selection = (() => {
-  const names = (args.only ?? "resolve,creates,feed").split(",").map((name) => name.trim()).filter((name) => name !== "");
+  const names = (args.only ?? (args.ab === undefined ? "resolve,creates,feed" : "resolve,creates"))
+    .split(",")
+    .map((name) => name.trim())
+    .filter((name) => name !== "");
   const rows = new Set<ResolveRowKey>();
   const creates = new Set<CreateKey>();
   let discovery = false;
   let feed = false;
   for (const name of names) {
-    if (name === "all" || name === "resolve") RESOLVE_ROW_KEYS.forEach((key) => rows.add(key));
-    if (name === "all" || name === "creates") CREATE_KEYS.forEach((key) => creates.add(key));
+    if (name === "all" || name === "resolve") for (const key of RESOLVE_ROW_KEYS) rows.add(key);
+    if (name === "all" || name === "creates") for (const key of CREATE_KEYS) creates.add(key);
     if (name === "all" || name === "discovery") discovery = true;
     if (name === "all" || name === "feed") feed = true;
     if ((RESOLVE_ROW_KEYS as readonly string[]).includes(name)) rows.add(name as ResolveRowKey);
     else if ((CREATE_KEYS as readonly string[]).includes(name)) creates.add(name as CreateKey);
     else if (!["all", "resolve", "creates", "feed", "discovery"].includes(name)) {
-      throw new Error(`--only: unknown part ${name}; parts are all, resolve, creates, feed, discovery, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS].join(", ")}`);
+      throw new Error(
+        `--only: unknown part ${name}; parts are all, resolve, creates, feed, discovery, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS].join(", ")}`,
+      );
     }
   }
-  if (rows.size > 0) rows.add("rest");
+  // Each row's target is read against the floor of its transport.
+  for (const key of [...rows]) rows.add(floorKeyOf(protocolRows("", config.concurrency).find((row) => row.key === key)!.transport));
   const complete = rows.size === RESOLVE_ROW_KEYS.length && creates.size === CREATE_KEYS.length && feed;
   return { rows, creates, discovery, feed, complete };
 })();
@@ -190,12 +174,16 @@ function fmt(value: number, digits = 0): string {
 // ---------------------------------------------------------------------------------------------
 // Cleanup: children and the database go away on success, failure and Ctrl-C alike.
 
-let database: BenchDatabase | undefined;
+/** This tree's database first, then the --ab commit's. */
+const databases: BenchDatabase[] = [];
+let abTree: AbTree | undefined;
 let cleaning: Promise<void> | undefined;
 function cleanup(): Promise<void> {
   cleaning ??= (async () => {
     await stopAllChildren().catch(() => {});
-    await database?.drop().catch((error: unknown) => say(`could not drop ${database?.name}: ${(error as Error).message}`));
+    for (const database of databases)
+      await database.drop().catch((error: unknown) => say(`could not drop ${database.name}: ${(error as Error).message}`));
+    abTree?.remove();
   })();
   return cleaning;
 }
@@ -236,25 +224,43 @@ function mainThreadProfile(profileName: string): string {
   return file;
 }
 
-async function startRegistry(databaseUrl: string, profileName?: string): Promise<Server> {
+/** The registry of the tree in `cwd` (this checkout, or the --ab commit's worktree). */
+async function startRegistry(databaseUrl: string, profileName?: string, cwd = ROOT): Promise<Server> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = {};
   for (const [key, value] of Object.entries(process.env)) {
     // The registry reads only its own variables; leave none of the caller's to change what is measured.
-    if (!/^(REGISTRY_|DATABASE_|AUTH_|PUBLIC_URL|TOKEN_|CORS_|MAX_BODY|STATEMENT_TIMEOUT|RATE_LIMIT_|TRUST_PROXY|REDIS_URL|DISCOVERY_|PORT$|HOST$)/.test(key)) env[key] = value;
+    if (
+      !/^(REGISTRY_|DATABASE_|AUTH_|PUBLIC_URL|TOKEN_|CORS_|MAX_BODY|STATEMENT_TIMEOUT|RATE_LIMIT_|TRUST_PROXY|REDIS_URL|DISCOVERY_|PORT$|HOST$)/.test(
+        key,
+      )
+    )
+      env[key] = value;
   }
   // The load comes from one address and one publisher, so per-client and per-publisher limits are
   // off: they would measure refusals.
   // --with-rate-limit keeps the limiter on with a bucket no load empties, to measure what
   // deciding costs (the Postgres store: one statement per read).
   const rateLimit = args["with-rate-limit"] === true ? "1000000" : "0";
-  Object.assign(env, { PORT: String(port), HOST: "127.0.0.1", DATABASE_URL: databaseUrl, NODE_ENV: "production", RATE_LIMIT_RPS: rateLimit, RATE_LIMIT_BURST: "1000000", WRITE_RATE_LIMIT_RPS: "0" });
+  Object.assign(env, {
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    DATABASE_URL: databaseUrl,
+    NODE_ENV: "production",
+    RATE_LIMIT_RPS: rateLimit,
+    RATE_LIMIT_BURST: "1000000",
+    WRITE_RATE_LIMIT_RPS: "0",
+  });
   // --rate-limit-redis URL: the limiter's buckets in that Redis instead of Postgres.
   if (args["rate-limit-redis"] !== undefined) env.REDIS_URL = args["rate-limit-redis"];
   // Extra node flags for the server only, e.g. BENCH_SERVER_NODE_ARGS=--trace-gc to study memory.
   const extraArgs = (process.env.BENCH_SERVER_NODE_ARGS ?? "").split(" ").filter((arg) => arg !== "");
   // The production path: the compiled build that `npm start` runs (built once when the bench starts).
-  const child = startChild("registry", [...extraArgs, ...profileArgs(profileName), "dist/src/cli/run.js", "serve"], { env, logFile: LOG });
+  const child = startChild(
+    cwd === ROOT ? "registry" : `registry ${abTree?.label}`,
+    [...extraArgs, ...profileArgs(profileName), "dist/src/cli/run.js", "serve"],
+    { env, logFile: LOG, cwd },
+  );
   const url = `http://127.0.0.1:${port}`;
   await waitForHttp(`${url}/readyz`, child);
   return { child, url };
@@ -271,11 +277,12 @@ async function startFloor(target: Exclude<Target, "registry">, bodyFile: string,
   return { child, url };
 }
 
-async function runCli(cliArgs: readonly string[], databaseUrl: string): Promise<string> {
+async function runCli(cliArgs: readonly string[], databaseUrl: string, cwd: string): Promise<string> {
   const child = startChild("registry-cli", ["bin/registry.js", ...cliArgs], {
     env: { ...process.env, DATABASE_URL: databaseUrl },
     logFile: LOG,
     captureStdout: true,
+    cwd,
   });
   const code = await child.exited;
   if (code !== 0) throw new Error(`registry ${cliArgs.join(" ")} exited with ${code} (see ${LOG})`);
@@ -295,11 +302,12 @@ interface Seeded {
 const PUBLISH_SCOPE = "registry.publish.skill";
 
 /** 1,000 entries over REST, so the database and the read cache hold more than the one entry resolved. */
-async function seed(registry: Server, databaseUrl: string): Promise<Seeded> {
+async function seed(registry: Server, databaseUrl: string, cwd: string): Promise<Seeded> {
   const publisher = createPublisher();
   const rootToken = await runCli(
     ["root-token", "create", "--subject", publisher.did, "--scopes", PUBLISH_SCOPE, "--description", "benchmark"],
     databaseUrl,
+    cwd,
   );
   const accessToken = await issueAccessToken(registry, rootToken);
   const names: { name: string; versions: string[] }[] = [];
@@ -347,10 +355,17 @@ async function postEntry(url: string, token: string, entry: EntryJson): Promise<
 }
 
 /** Fresh, distinct entries for one create run, signed (and encoded) before the clock starts. */
-function signPool<T>(publisher: BenchPublisher, run: string, count: number, encode: (json: string) => T): { pool: T[]; more: () => T; signPerSecond: number } {
+function signPool<T>(
+  publisher: BenchPublisher,
+  run: string,
+  count: number,
+  encode: (json: string) => T,
+): { pool: T[]; more: () => T; signPerSecond: number } {
   const publishedAt = nowToTheSecond();
   const started = performance.now();
-  const pool = Array.from({ length: count }, (_, i) => encode(JSON.stringify(signedEntry(publisher, `bench-${run}-${i}`, "1.0.0", publishedAt))));
+  const pool = Array.from({ length: count }, (_, i) =>
+    encode(JSON.stringify(signedEntry(publisher, `bench-${run}-${i}`, "1.0.0", publishedAt))),
+  );
   const signPerSecond = count / ((performance.now() - started) / 1000);
   let extra = 0;
   const more = () => encode(JSON.stringify(signedEntry(publisher, `bench-${run}-extra-${extra++}`, "1.0.0", publishedAt)));
@@ -397,17 +412,20 @@ async function runRow(prepared: PreparedRow, server: Server, sampler: ServerSamp
   await warmUp(request, config.warmupSeconds, logH2load);
   // h2load cannot see gRPC statuses (trailers) or gRPC-Web's (in the body): every 2xx answer is
   // held to the size of the checked answer's body.
-  const record = await sampler.window(() => measureH2load(request, config.durationSeconds, prepared.bodyBytes, relative(ROOT, H2LOAD_LOG), logH2load), {
-    cpuPid: server.child.pid,
-    registryLoad: prepared.row.target === "registry",
-  });
+  const record = await sampler.window(
+    () => measureH2load(request, config.durationSeconds, prepared.bodyBytes, relative(ROOT, H2LOAD_LOG), logH2load),
+    {
+      cpuPid: server.child.pid,
+      registryLoad: prepared.row.target === "registry",
+    },
+  );
   await checkedAnswer(server.url, prepared.row, did);
   return record;
 }
 
 function describeRun(label: string, run: number, { result, usage }: ResolveRun): string {
   const failures = result.notOk + result.shortBodies;
-  return `  ${label} run ${run}: ${fmt(result.requestsPerSecond)} req/s, p99 ${fmt(result.latencyP99Ms, 1)} ms${failures === 0 ? "" : `, NOT OK ${fmt(result.notOk)} (3xx ${result.status["3xx"]}, 4xx ${result.status["4xx"]}, 5xx ${result.status["5xx"]}, errored ${result.errored}, timeout ${result.timedOut}${result.shortBodies > 0 ? `, at least ${result.shortBodies} short bodies` : ""})`}, server CPU ${fmt(usage.serverCpuPercent)}% (kernel ${fmt(usage.serverKernelPercent)}%; ${fmt(cpuMicrosPerRequest(usage.serverCpuPercent, result.requestsPerSecond))} µs/req), postgres ${fmt(usage.postgresCpuPercent)}%, h2load ${fmt(usage.generatorCpuPercent)}%, CPU pressure ${fmt(usage.cpuPressurePercent)}%`;
+  return `  ${label} run ${run}: ${fmt(result.requestsPerSecond)} req/s, p99 ${fmt(result.latencyP99Ms, 1)} ms${failures === 0 ? "" : `, NOT OK ${fmt(result.notOk)} (3xx ${result.status["3xx"]}, 4xx ${result.status["4xx"]}, 5xx ${result.status["5xx"]}, errored ${result.errored}, timeout ${result.timedOut}${result.shortBodies > 0 ? `, at least ${result.shortBodies} short bodies` : ""})`}, server CPU ${fmt(usage.serverCpuPercent)}% (kernel ${fmt(usage.serverKernelPercent)}%; ${fmt(cpuMicrosPerCall({ result, usage }))} µs/call), postgres ${fmt(usage.postgresCpuPercent)}%, h2load ${fmt(usage.generatorCpuPercent)}%, CPU pressure ${fmt(usage.cpuPressurePercent)}%`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -421,17 +439,32 @@ const CREATE_LABELS: Record<CreateKey, { label: string; generator: string }> = {
 };
 
 /** Signs the run's entries, then loads; `measuredFrom` is when the measured part began (performance.now(), ms). */
-async function runCreate(key: CreateKey, server: Server, sampler: ServerSampler, publisher: BenchPublisher, token: string, run: string): Promise<CreateRun & { measuredFrom: number }> {
+async function runCreate(
+  key: CreateKey,
+  server: Server,
+  sampler: ServerSampler,
+  publisher: BenchPublisher,
+  token: string,
+  run: string,
+): Promise<CreateRun & { measuredFrom: number }> {
   const shape = { url: server.url, durationSeconds: config.durationSeconds, warmupSeconds: config.warmupSeconds };
   const measureAfterMs = config.warmupSeconds * 1000;
   if (key === "create-rest") {
     const { pool, more, signPerSecond } = signPool(publisher, `rest-${run}`, config.createPool, (json) => json);
     const measuredFrom = performance.now() + measureAfterMs;
-    const { result, usage } = await sampler.window(() => createLoad({ ...shape, connections: config.createConnections }, token, pool, more), { measureAfterMs });
+    const { result, usage } = await sampler.window(
+      () => createLoad({ ...shape, connections: config.createConnections }, token, pool, more),
+      { measureAfterMs },
+    );
     return { result: { ...result, signPerSecond }, usage, measuredFrom };
   }
   const { pool, more, signPerSecond } = signPool(publisher, `grpc-${run}`, config.createPool, grpcCreateBody);
-  const load = { ...shape, token, connections: config.createGrpcSessions, streamsPerConnection: Math.ceil(config.createConnections / config.createGrpcSessions) };
+  const load = {
+    ...shape,
+    token,
+    connections: config.createGrpcSessions,
+    streamsPerConnection: Math.ceil(config.createConnections / config.createGrpcSessions),
+  };
   const measuredFrom = performance.now() + measureAfterMs;
   const { result, usage } = await sampler.window(() => grpcCreateLoad(load, pool, more), { measureAfterMs });
   return { result: { ...result, signPerSecond }, usage, measuredFrom };
@@ -444,45 +477,80 @@ function describeCreate(label: string, run: number, { result, usage }: CreateRun
 // ---------------------------------------------------------------------------------------------
 // The measured run: every row, run after run, so drift on the machine hits each row alike.
 
-async function measure(servers: ReadonlyMap<Target, Server>, rows: readonly PreparedRow[], seeded: Seeded, did: string): Promise<Figures> {
-  const registry = servers.get("registry")!;
-  const sampler = new ServerSampler(registry.child.pid, database!.name);
-  sampler.start();
-  const resolveRuns = new Map<ResolveRowKey, ResolveRun[]>(rows.map((p) => [p.row.key, []]));
-  const createRuns = new Map<CreateKey, CreateRun[]>([...selection.creates].map((key) => [key, []]));
+/** A registry under test: this tree's, or with --ab the other commit's, each on a database of its own. */
+interface Subject {
+  readonly label: string;
+  readonly cwd: string;
+  readonly registry: Server;
+  readonly database: BenchDatabase;
+  readonly seeded: Seeded;
+}
+
+/** Each subject's figures, this tree's first; the floors run once a run, counted with this tree. */
+async function measure(
+  subjects: readonly Subject[],
+  rowsOf: readonly (readonly PreparedRow[])[],
+  floors: ReadonlyMap<Target, Server>,
+  did: string,
+): Promise<Figures[]> {
+  const samplers = subjects.map((subject) => new ServerSampler(subject.registry.child.pid, subject.database.name));
+  for (const sampler of samplers) sampler.start();
+  const resolveRuns = subjects.map(() => new Map<ResolveRowKey, ResolveRun[]>());
+  const createRuns = subjects.map(() => new Map<CreateKey, CreateRun[]>());
+  const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => map.set(key, [...(map.get(key) ?? []), value]);
+  // With --ab, this tree goes first in odd runs and second in even ones: neither always meets the machine as the other left it.
+  const inTurn = (run: number) => (run % 2 === 1 ? subjects.map((_, i) => i) : subjects.map((_, i) => subjects.length - 1 - i));
+  const tag = (i: number) => (subjects.length === 1 ? "" : ` [${subjects[i]!.label}]`);
   for (let run = 1; run <= config.runs; run++) {
-    for (const prepared of rows) {
-      const record = await runRow(prepared, servers.get(prepared.row.target)!, sampler, did);
-      resolveRuns.get(prepared.row.key)!.push(record);
-      say(describeRun(prepared.row.label, run, record));
+    for (const [index, { row }] of rowsOf[0]!.entries()) {
+      for (const i of row.target === "registry" ? inTurn(run) : [0]) {
+        const server = row.target === "registry" ? subjects[i]!.registry : floors.get(row.target)!;
+        const record = await runRow(rowsOf[i]![index]!, server, samplers[i]!, did);
+        push(resolveRuns[i]!, row.key, record);
+        say(describeRun(`${row.label}${row.target === "registry" ? tag(i) : ""}`, run, record));
+      }
     }
   }
   for (let run = 1; run <= config.runs; run++) {
     for (const key of selection.creates) {
-      const { measuredFrom: _, ...record } = await runCreate(key, registry, sampler, seeded.publisher, seeded.accessToken, `r${run}-${Date.now().toString(36)}`);
-      createRuns.get(key)!.push(record);
-      say(describeCreate(CREATE_LABELS[key].label, run, record));
+      for (const i of inTurn(run)) {
+        const { registry, seeded } = subjects[i]!;
+        const { measuredFrom: _, ...record } = await runCreate(
+          key,
+          registry,
+          samplers[i]!,
+          seeded.publisher,
+          seeded.accessToken,
+          `r${run}-${Date.now().toString(36)}`,
+        );
+        push(createRuns[i]!, key, record);
+        say(describeCreate(`${CREATE_LABELS[key].label}${tag(i)}`, run, record));
+      }
     }
   }
-  sampler.stop();
-  const rss = [...sampler.loadSamples()].sort((a, b) => a - b);
-  return {
-    resolves: rows.map(({ row, bodyBytes }): ResolveRowFigures => ({
-      key: row.key,
-      label: row.label,
-      rpc: row.rpc,
-      target: row.target,
-      bodyBytes,
-      command: resolveRuns.get(row.key)![0]!.result.command.replace(servers.get(row.target)!.url, "http://127.0.0.1:$PORT"),
-      runs: resolveRuns.get(row.key)!,
-    })),
-    creates: [...selection.creates].map((key): CreateFigures => ({
-      key: key === "create-rest" ? "rest" : "grpc",
-      ...CREATE_LABELS[key],
-      runs: createRuns.get(key)!,
-    })),
-    rss: { peakMb: rss.at(-1) ?? Number.NaN, medianMb: rss[Math.floor(rss.length / 2)] ?? Number.NaN, samples: rss.length },
-  };
+  return subjects.map((subject, i): Figures => {
+    samplers[i]!.stop();
+    const rss = [...samplers[i]!.loadSamples()].sort((a, b) => a - b);
+    const serverOf = (target: Target) => (target === "registry" ? subject.registry : floors.get(target)!);
+    return {
+      resolves: rowsOf[i]!.filter(({ row }) => resolveRuns[i]!.has(row.key)).map(
+        ({ row, bodyBytes }): ResolveRowFigures => ({
+          key: row.key,
+          label: row.label,
+          rpc: row.rpc,
+          target: row.target,
+          transport: row.transport,
+          bodyBytes,
+          command: resolveRuns[i]!.get(row.key)![0]!.result.command.replace(serverOf(row.target).url, "http://127.0.0.1:$PORT"),
+          runs: resolveRuns[i]!.get(row.key)!,
+        }),
+      ),
+      creates: [...selection.creates].map(
+        (key): CreateFigures => ({ key: key === "create-rest" ? "rest" : "grpc", ...CREATE_LABELS[key], runs: createRuns[i]!.get(key)! }),
+      ),
+      rss: { peakMb: rss.at(-1) ?? Number.NaN, medianMb: rss[Math.floor(rss.length / 2)] ?? Number.NaN, samples: rss.length },
+    };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -507,7 +575,7 @@ async function profile(
   ) => {
     const spawned = performance.now();
     const server = await start(target, name);
-    const sampler = new ServerSampler(server.child.pid, database!.name);
+    const sampler = new ServerSampler(server.child.pid, databases[0]!.name);
     const { text, perSecond, usage, fromSeconds } = await load(server, sampler);
     // The profile starts with the process; keep only the samples of the measured load.
     const loadStart = fromSeconds - spawned / 1000 + 0.3;
@@ -516,7 +584,12 @@ async function profile(
     if (exit !== 0) throw new Error(`profiled ${name} exited with ${exit}; no profile written`);
     const file = mainThreadProfile(name);
     summaries[name] = summariseProfile(file, ROOT, 25, { fromSeconds: loadStart, toSeconds: loadEnd });
-    say(`\n${name}: ${text}; server CPU ${fmt(usage.serverCpuPercent)}% (kernel ${fmt(usage.serverKernelPercent)}%; ${fmt(cpuMicrosPerRequest(usage.serverCpuPercent, perSecond))} µs per request), postgres CPU ${fmt(usage.postgresCpuPercent)}%, CPU pressure ${fmt(usage.cpuPressurePercent)}%, load average ${os.loadavg().map((l) => l.toFixed(1)).join(" ")}`);
+    say(
+      `\n${name}: ${text}; server CPU ${fmt(usage.serverCpuPercent)}% (kernel ${fmt(usage.serverKernelPercent)}%; ${fmt(cpuMicrosPerRequest(usage.serverCpuPercent, perSecond))} µs per request), postgres CPU ${fmt(usage.postgresCpuPercent)}%, CPU pressure ${fmt(usage.cpuPressurePercent)}%, load average ${os
+        .loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}`,
+    );
     say(formatProfileSummary(`${name} (${file})`, summaries[name]!));
   };
 
@@ -526,15 +599,34 @@ async function profile(
       const request = prepared.request(server.url);
       await warmUp(request, config.warmupSeconds, logH2load);
       const fromSeconds = performance.now() / 1000;
-      const { result, usage } = await sampler.window(() => measureH2load(request, config.durationSeconds, prepared.bodyBytes, relative(ROOT, H2LOAD_LOG), logH2load));
-      return { text: `${fmt(result.requestsPerSecond)} req/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not OK ${result.notOk + result.shortBodies}`, perSecond: result.requestsPerSecond, usage, fromSeconds };
+      const { result, usage } = await sampler.window(() =>
+        measureH2load(request, config.durationSeconds, prepared.bodyBytes, relative(ROOT, H2LOAD_LOG), logH2load),
+      );
+      return {
+        text: `${fmt(result.requestsPerSecond)} req/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not OK ${result.notOk + result.shortBodies}`,
+        perSecond: result.requestsPerSecond,
+        usage,
+        fromSeconds,
+      };
     });
   }
   for (const key of selection.creates) {
     await profiled(key, "registry", async (server, sampler) => {
       const token = await issueAccessToken(server, seeded.rootToken);
-      const { result, usage, measuredFrom } = await runCreate(key, server, sampler, seeded.publisher, token, `p-${Date.now().toString(36)}`);
-      return { text: `${fmt(result.requestsPerSecond)} creates/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not created ${result.notCreatedTotal}`, perSecond: result.requestsPerSecond, usage, fromSeconds: measuredFrom / 1000 };
+      const { result, usage, measuredFrom } = await runCreate(
+        key,
+        server,
+        sampler,
+        seeded.publisher,
+        token,
+        `p-${Date.now().toString(36)}`,
+      );
+      return {
+        text: `${fmt(result.requestsPerSecond)} creates/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not created ${result.notCreatedTotal}`,
+        perSecond: result.requestsPerSecond,
+        usage,
+        fromSeconds: measuredFrom / 1000,
+      };
     });
   }
   return summaries;
@@ -563,6 +655,7 @@ async function main(): Promise<void> {
   mkdirSync(REQUESTS, { recursive: true });
   writeFileSync(LOG, "");
   const h2load = selection.rows.size > 0 ? ensureH2load(say) : "h2load not used";
+  if (args.ab !== undefined) abTree = prepareAbTree(ROOT, args.ab, say);
   // Measure what `npm start` runs: the compiled build, brought up to date first.
   execFileSync("npm", ["run", "-s", "build"], { cwd: ROOT, stdio: "inherit" });
   const started = Date.now();
@@ -577,9 +670,15 @@ async function main(): Promise<void> {
     code: codeState(),
     entryCacheSize: process.env.ENTRY_CACHE_SIZE ?? "default",
   };
-  say(`registry benchmark: ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}, ${h2load}; load average ${machine.loadAverageAtStart.join(" ")}`);
-  say(`  code: ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` with uncommitted changes to ${machine.code.uncommitted.join(", ")}`}; ENTRY_CACHE_SIZE ${machine.entryCacheSize}`);
-  say(`  ${config.runs} run(s) of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up) each; HTTP/1.1 ${config.concurrency.h1Connections} connections, h2c ${config.concurrency.h2Connections} connections x ${config.concurrency.h2Streams} streams, creates ${config.createConnections} in flight; child logs in ${LOG}`);
+  say(
+    `registry benchmark: ${machine.cpus} CPUs (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}, ${h2load}; load average ${machine.loadAverageAtStart.join(" ")}`,
+  );
+  say(
+    `  code: ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` with uncommitted changes to ${machine.code.uncommitted.join(", ")}`}; ENTRY_CACHE_SIZE ${machine.entryCacheSize}`,
+  );
+  say(
+    `  ${config.runs} run(s) of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up) each; HTTP/1.1 ${config.concurrency.h1Connections} connections, h2c ${config.concurrency.h2Connections} connections x ${config.concurrency.h2Streams} streams, creates ${config.createConnections} in flight; child logs in ${LOG}`,
+  );
 
   if (selection.rows.size > 0 || selection.creates.size > 0 || selection.feed) await protocolPhases(machine, started);
   if (selection.discovery && args.profile !== true) await discoveryPhase(machine);
@@ -594,32 +693,46 @@ async function hold(registry: Server, rows: readonly PreparedRow[]): Promise<voi
   await new Promise<never>(() => {});
 }
 
-/** Resolves on every protocol against the floors, creates over REST and gRPC, memory, then the change feed. */
-async function protocolPhases(machine: MachineInfo, started: number): Promise<void> {
-  database = await createBenchDatabase(adminUrl);
-  say(`  database ${database.name}`);
-  const registry = await startRegistry(database.url);
-  say(`  registry pid ${registry.child.pid} at ${registry.url}`);
-  const seeded = await seed(registry, database.url);
-  const did = `${baseDid(config.resolveName)}@${config.resolveVersion}`;
-  say(`  seeded ${seeded.entries} entries; every resolve asks for ${did}`);
+/** A fresh database, the registry of the tree in `cwd` on it, seeded. */
+async function startSubject(label: string, cwd: string): Promise<Subject> {
+  const database = await createBenchDatabase(adminUrl);
+  databases.push(database);
+  const registry = await startRegistry(database.url, undefined, cwd);
+  const seeded = await seed(registry, database.url, cwd);
+  say(`  ${label}: registry pid ${registry.child.pid} at ${registry.url}, database ${database.name}, seeded ${seeded.entries} entries`);
+  return { label, cwd, registry, database, seeded };
+}
 
-  // One checked answer per protocol before any load; the floors answer the REST and gRPC bodies.
+/** Each selected row, its body size that of `registry`'s checked answer (the floors answer REST's and gRPC's). */
+async function checkedRows(registry: Server, did: string): Promise<{ rows: PreparedRow[]; answers: Map<ResolveRowKey, Buffer> }> {
   const allRows = protocolRows(did, config.concurrency);
-  const rowOf = (key: ResolveRowKey) => allRows.find((row) => row.key === key)!;
   const answers = new Map<ResolveRowKey, Buffer>();
   for (const row of allRows.filter((r) => r.target === "registry" && (selection.rows.has(r.key) || r.key === "rest" || r.key === "grpc"))) {
     answers.set(row.key, (await checkedAnswer(registry.url, row, did)).body);
   }
+  answers.set("floor-http", answers.get("rest")!);
+  answers.set("floor-http2", answers.get("grpc")!);
+  const rows = RESOLVE_ROW_KEYS.filter((key) => selection.rows.has(key)).map((key) =>
+    prepareRow(allRows.find((row) => row.key === key)!, answers.get(key)!.length),
+  );
+  return { rows, answers };
+}
+
+/** Resolves on every protocol against the floors, creates over REST and gRPC, memory, then the change feed. */
+async function protocolPhases(machine: MachineInfo, started: number): Promise<void> {
+  const current = await startSubject(`${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : "+changes"}`, ROOT);
+  const { registry, seeded, database } = current;
+  const did = `${baseDid(config.resolveName)}@${config.resolveVersion}`;
+  say(`  every resolve asks for ${did}`);
+
+  // One checked answer per protocol before any load; the floors answer the REST and gRPC bodies.
+  const { rows, answers } = await checkedRows(registry, did);
   const floorBodies = new Map<Target, string>([
     ["http-floor", join(RESULTS, "floor-http-body.json")],
     ["http2-floor", join(RESULTS, "floor-http2-body.bin")],
   ]);
   writeFileSync(floorBodies.get("http-floor")!, answers.get("rest")!);
   writeFileSync(floorBodies.get("http2-floor")!, answers.get("grpc")!);
-  answers.set("floor-http", answers.get("rest")!);
-  answers.set("floor-http2", answers.get("grpc")!);
-  const rows = RESOLVE_ROW_KEYS.filter((key) => selection.rows.has(key)).map((key) => prepareRow(rowOf(key), answers.get(key)!.length));
   say(`  checked one answer per protocol: ${rows.map((p) => `${p.row.key} ${p.bodyBytes} B`).join(", ")}`);
 
   if (args.hold === true) return hold(registry, rows);
@@ -627,25 +740,40 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
   if (args.profile === true) {
     await registry.child.stop();
     const summaries = await profile(database.url, rows, floorBodies, seeded, did);
-    writeFileSync(join(RESULTS, "profile-latest.json"), JSON.stringify({ date: new Date().toISOString(), machine, config, summaries }, null, 2));
+    writeFileSync(
+      join(RESULTS, "profile-latest.json"),
+      JSON.stringify({ date: new Date().toISOString(), machine, config, summaries }, null, 2),
+    );
     say(`\nwrote ${join(RESULTS, "profile-latest.json")} and the .cpuprofile files in ${PROFILES} (open them in Chrome DevTools)`);
     return;
   }
 
-  const servers = new Map<Target, Server>([["registry", registry]]);
+  const subjects = [current];
+  const rowsOf = [rows];
+  if (abTree !== undefined) {
+    const other = await startSubject(abTree.label, abTree.dir);
+    subjects.push(other);
+    rowsOf.push((await checkedRows(other.registry, did)).rows);
+  }
+
+  const floors = new Map<Target, Server>();
   for (const target of ["http-floor", "http2-floor"] as const) {
     const prepared = rows.find((p) => p.row.target === target);
     if (prepared === undefined) continue;
     const floor = await startFloor(target, floorBodies.get(target)!);
     await checkedAnswer(floor.url, prepared.row, did);
-    servers.set(target, floor);
+    floors.set(target, floor);
     say(`  ${target} pid ${floor.child.pid} at ${floor.url}`);
   }
 
   say("");
-  const measured = await measure(servers, rows, seeded, did);
+  const [measured, otherMeasured] = await measure(subjects, rowsOf, floors, did);
   // After the creates, so the log holds the seed plus every create of the create runs.
-  const figures = selection.feed ? { ...measured, feed: await feedPart(registry, seeded), streams: await streamPart(registry, seeded) } : measured;
+  const figures = selection.feed ? { ...measured!, feed: await feedPart(current), streams: await streamPart(current) } : measured!;
+  const ab: AbFigures | undefined =
+    otherMeasured === undefined
+      ? undefined
+      : { current: { label: current.label, ...figures }, other: { label: subjects[1]!.label, ...otherMeasured } };
   const date = new Date().toISOString();
   const report = {
     date,
@@ -655,31 +783,35 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
     resolvedDid: did,
     seededEntries: seeded.entries,
     figures,
+    ...(ab === undefined ? {} : { ab: { other: ab.other.label, figures: otherMeasured } }),
     elapsedSeconds: round((Date.now() - started) / 1000),
   };
   writeFileSync(join(RESULTS, "latest.json"), JSON.stringify(report, null, 2));
   say("");
   say(renderTable(figures));
-  const markdown = renderMarkdown(figures, date, machine, config);
+  if (ab !== undefined) say(`\n${renderAbTable(ab)}`);
+  const markdown = [renderMarkdown(figures, date, machine, config), ...(ab === undefined ? [] : [renderAbMarkdown(ab)])].join("\n\n");
   say("\nMarkdown for docs/performance.md:\n");
   say(markdown);
-  const fullRun = selection.complete && !quick && config.runs >= 3 && args["with-rate-limit"] !== true;
+  const fullRun = selection.complete && !quick && config.runs >= 3 && args["with-rate-limit"] !== true && ab === undefined;
   if (fullRun) {
     writeDocsSection(markdown);
     say(`\nwrote the table into ${relative(ROOT, DOCS)}`);
   } else {
-    say(`\n(not written to ${relative(ROOT, DOCS)}: only a full run of every row, both creates and the feed, 3 runs or more, without --quick or a rate limit, is)`);
+    say(
+      `\n(not written to ${relative(ROOT, DOCS)}: only a full run of every row, both creates and the feed, 3 runs or more, without --quick, --ab or a rate limit, is)`,
+    );
   }
   say(`wrote ${join(RESULTS, "latest.json")} (${report.elapsedSeconds} s)`);
 }
 
 /** The change feed's replays and live lag against the registry under test (bench/feed-bench.ts). */
-async function feedPart(registry: Server, seeded: Seeded) {
+async function feedPart({ registry, seeded, database }: Subject) {
   say("");
   return runFeedBench({
     url: registry.url,
     serverPid: registry.child.pid,
-    databaseName: database!.name,
+    databaseName: database.name,
     publisher: seeded.publisher,
     // A fresh token: the seed's may be minutes old by now.
     accessToken: await issueAccessToken(registry, seeded.rootToken),
@@ -690,7 +822,7 @@ async function feedPart(registry: Server, seeded: Seeded) {
 }
 
 /** Many feed streams at once against the registry under test (bench/stream-bench.ts). */
-async function streamPart(registry: Server, seeded: Seeded) {
+async function streamPart({ registry, seeded }: Subject) {
   say("");
   return runStreamBench({
     url: registry.url,
@@ -718,7 +850,10 @@ function writeDocsSection(markdown: string): void {
 async function discoveryPhase(machine: MachineInfo): Promise<void> {
   say("");
   const figures = await runDiscoveryBench({ adminUrl, ...DISCOVERY, logFile: LOG, say });
-  writeFileSync(join(RESULTS, "discovery-latest.json"), JSON.stringify({ date: new Date().toISOString(), machine, config: DISCOVERY, figures }, null, 2));
+  writeFileSync(
+    join(RESULTS, "discovery-latest.json"),
+    JSON.stringify({ date: new Date().toISOString(), machine, config: DISCOVERY, figures }, null, 2),
+  );
   say("");
   say(renderDiscoveryTable(figures, DISCOVERY));
   say("\nMarkdown for docs/performance.md:\n");
