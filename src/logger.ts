@@ -60,7 +60,16 @@ export interface LoggerOptions {
  * case as they are usually spelt, in whatever is logged: fields, errors and their causes (a
  * client library's error may carry the request's headers).
  */
-const SECRET_KEYS = ["authorization", "Authorization", "proxy-authorization", "Proxy-Authorization", "cookie", "Cookie", "set-cookie", "Set-Cookie"];
+const SECRET_KEYS = [
+  "authorization",
+  "Authorization",
+  "proxy-authorization",
+  "Proxy-Authorization",
+  "cookie",
+  "Cookie",
+  "set-cookie",
+  "Set-Cookie",
+];
 const REDACT_DEPTH = 5;
 
 function redactPaths(): string[] {

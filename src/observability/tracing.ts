@@ -133,7 +133,9 @@ export function startTracing(options: TracingOptions): Tracing {
     sampler: new ParentBasedSampler({
       root: options.sampleRatio >= 1 ? new AlwaysOnSampler() : new TraceIdRatioBasedSampler(options.sampleRatio),
     }),
-    spanProcessors: [new BatchSpanProcessor({ exporter: reportingFailures(new OTLPTraceExporter({ url: options.endpoint }), options.onExportError) })],
+    spanProcessors: [
+      new BatchSpanProcessor({ exporter: reportingFailures(new OTLPTraceExporter({ url: options.endpoint }), options.onExportError) }),
+    ],
   });
   const tracer = provider.getTracer("open-registry");
   const propagator = new W3CTraceContextPropagator();
@@ -142,7 +144,11 @@ export function startTracing(options: TracingOptions): Tracing {
   const serverSpans: ServerSpans = {
     start(call, clientAddress) {
       const parent = propagator.extract(ROOT_CONTEXT, call.headers, defaultTextMapGetter);
-      const span = tracer.startSpan(spanNameOfHttp(call.method), { kind: SpanKind.SERVER, attributes: startAttributes(call, clientAddress) }, parent);
+      const span = tracer.startSpan(
+        spanNameOfHttp(call.method),
+        { kind: SpanKind.SERVER, attributes: startAttributes(call, clientAddress) },
+        parent,
+      );
       const fields = traceFieldsOf(span);
       return new TracedCall(span, fields, trace.setSpan(parent, span).setValue(TRACE_FIELDS, fields), contextManager);
     },
@@ -220,7 +226,9 @@ function serverOf(authority: string): Attributes {
   const match = /^(\[[^\]]*\]|[^:]*)(?::(\d{1,5}))?$/.exec(authority);
   if (match === null || match[1] === "") return {};
   const address = (match[1] as string).replace(/^\[|\]$/g, "");
-  return match[2] === undefined ? { [ATTR_SERVER_ADDRESS]: address } : { [ATTR_SERVER_ADDRESS]: address, [ATTR_SERVER_PORT]: Number(match[2]) };
+  return match[2] === undefined
+    ? { [ATTR_SERVER_ADDRESS]: address }
+    : { [ATTR_SERVER_ADDRESS]: address, [ATTR_SERVER_PORT]: Number(match[2]) };
 }
 
 /** The RPC systems of the semantic conventions, by the access log's protocol names. */
@@ -291,7 +299,13 @@ async function settleWithin(work: Promise<unknown>, ms: number): Promise<boolean
     timer = setTimeout(() => resolve(false), ms);
     timer.unref();
   });
-  const settled = await Promise.race([work.then(() => true, () => true), limit]);
+  const settled = await Promise.race([
+    work.then(
+      () => true,
+      () => true,
+    ),
+    limit,
+  ]);
   clearTimeout(timer);
   return settled;
 }

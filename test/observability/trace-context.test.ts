@@ -28,7 +28,9 @@ let collectorUrl: string;
 beforeAll(async () => {
   db = await createTestDatabase();
   // Takes the exporter's requests and drops them: these tests read the log, not the spans.
-  collector = createServer((req, res) => req.resume().on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}")));
+  collector = createServer((req, res) =>
+    req.resume().on("end", () => res.writeHead(200, { "content-type": "application/json" }).end("{}")),
+  );
   await new Promise<void>((resolve) => collector.listen(0, "127.0.0.1", resolve));
   collectorUrl = `http://127.0.0.1:${(collector.address() as AddressInfo).port}/v1/traces`;
 });
@@ -44,7 +46,14 @@ async function startLogged(traced: boolean) {
   const logger = createLogger((line) => lines.push(JSON.parse(line)));
   const config = loadConfig(
     {},
-    { port: 0, host: "127.0.0.1", rateLimitRps: 0, writeRateLimitRps: 0, tokenRateLimitRps: 0, ...(traced ? { otlpTracesEndpoint: collectorUrl } : {}) },
+    {
+      port: 0,
+      host: "127.0.0.1",
+      rateLimitRps: 0,
+      writeRateLimitRps: 0,
+      tokenRateLimitRps: 0,
+      ...(traced ? { otlpTracesEndpoint: collectorUrl } : {}),
+    },
   );
   const running = await startRegistry({ ...config, authUrl: "http://registry.test" }, { logger, database: db.database });
   return { url: running.url, lines, close: () => running.close() };
@@ -60,7 +69,12 @@ const accessLineOf = (lines: Record<string, any>[], response: Response) => {
 describe("CORS for trace context", () => {
   it.each([
     ["a REST path", `/v1/entries/${ABSENT_DID}`, "GET", "traceparent,tracestate,baggage"],
-    ["a Connect path", "/registry.v1.RegistryService/ResolveEntry", "POST", "content-type,connect-protocol-version,traceparent,tracestate,baggage"],
+    [
+      "a Connect path",
+      "/registry.v1.RegistryService/ResolveEntry",
+      "POST",
+      "content-type,connect-protocol-version,traceparent,tracestate,baggage",
+    ],
     ["a gRPC-Web path", "/registry.v1.RegistryService/ResolveEntry", "POST", "content-type,x-grpc-web,traceparent,tracestate,baggage"],
   ])("lets a preflight for %s send traceparent, tracestate and baggage", async (_, path, method, requested) => {
     const registry = await startTestRegistry(db.database, { corsOrigins: [ORIGIN] });
@@ -155,10 +169,24 @@ describe("trace ids in log lines", () => {
     const reference: string[] = [];
     const logger = createLogger((line) => lines.push(line));
     const referenceLogger = pino(
-      { timestamp: () => (lines.length === 0 ? "" : `,"time":"${JSON.parse(lines.at(-1)!).time}"`), formatters: { level: (label) => ({ level: label }) } },
+      {
+        timestamp: () => (lines.length === 0 ? "" : `,"time":"${JSON.parse(lines.at(-1)!).time}"`),
+        formatters: { level: (label) => ({ level: label }) },
+      },
       { write: (line: string) => void reference.push(line) },
     );
-    const record: AccessRecord = { requestId: "r", protocol: "grpc", code: "ok", status: 200, ms: 1, client: "::1", principal: "did:key:z6Mk", trace_id: TRACE_ID, span_id: CALLER_SPAN_ID, trace_flags: "01" };
+    const record: AccessRecord = {
+      requestId: "r",
+      protocol: "grpc",
+      code: "ok",
+      status: 200,
+      ms: 1,
+      client: "::1",
+      principal: "did:key:z6Mk",
+      trace_id: TRACE_ID,
+      span_id: CALLER_SPAN_ID,
+      trace_flags: "01",
+    };
     logger.access(record);
     referenceLogger.info(record, "call");
     expect(lines[0]).toBe(reference[0]);
