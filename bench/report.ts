@@ -171,7 +171,7 @@ export function verdicts(f: Figures): Verdict[] {
         transport === "h2c"
           ? `every h2c row >= ${FLOOR_TARGETS.h2cOfFloor} of the bare node:http2 floor's req/s, p99 <= ${FLOOR_TARGETS.h2cP99OfFloor}x its`
           : `every HTTP/1.1 row (REST's first) >= ${FLOOR_TARGETS.h1OfFloor} of the bare node:http floor's req/s`,
-      measured: `lowest ${n(judged.get(lowest.key)!.ofFloor, 2)} (${lowest.label})${transport === "h2c" ? `, highest p99 ${n(judged.get(highestP99.key)!.p99OfFloor, 2)}x (${highestP99.label})` : ""}; ${misses.length === 0 ? "none" : misses.map((row) => row.label).join(", ")} of ${rows.length} missed`,
+      measured: `lowest ${n(judged.get(lowest.key)!.ofFloor, 2)} (${lowest.label})${transport === "h2c" ? `, highest p99 ${n(judged.get(highestP99.key)!.p99OfFloor, 2)}x (${highestP99.label})` : ""}; ${misses.length} of ${rows.length} missed${misses.length === 0 ? "" : ` (${misses.map((row) => row.label).join(", ")})`}`,
       pass: misses.length === 0,
     });
   }
