@@ -45,6 +45,8 @@ export default defineConfig({
           name: "perf",
           include: [PERF],
           exclude: NOT_HERE,
+          // One file at a time: each measures time or memory, which a neighbour's load would skew.
+          fileParallelism: false,
           globalSetup: ["test/support/database-template.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
