@@ -1,15 +1,15 @@
 import type { Message } from "@bufbuild/protobuf";
-import { base64Encode } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
+import { errorToJsonBytes } from "@connectrpc/connect/protocol-connect";
 import { rpcName } from "./call-observation.js";
 import { ACCEPT_ENCODING, decompress, negotiateEncoding, type Encoding } from "./compression.js";
 import { answerConditionally } from "./http-caching.js";
 import type { HttpExchange } from "./http-exchange.js";
-import { detailsOf } from "./message-codec.js";
-import { addHeaders, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc-answers.js";
+import { addHeaders, addMetadata, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc-answers.js";
 import type { RpcContext } from "./rpc-context.js";
 import { codeName, httpStatusOf } from "./status-codes.js";
-import { parseConnectTimeout } from "./timeouts.js";
+import { deadlineOf } from "./timeouts.js";
+import type { UnaryOutcome } from "./unary-invoker.js";
 import { hasNoSideEffects, type UnaryMethod } from "./unary-method.js";
 
 /**
@@ -46,26 +46,28 @@ export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange,
     return;
   }
   const responseEncoding = negotiateEncoding(exchange.header("accept-encoding"));
-  let outcome;
+  let outcome: UnaryOutcome;
   try {
-    const timeout = parseConnectTimeout(exchange.header("connect-timeout-ms"));
-    if (typeof timeout === "object") throw new ConnectError(timeout.error, Code.InvalidArgument);
+    const deadline = deadlineOf("connect", exchange.header("connect-timeout-ms"), observation.startedAt);
     const input = await readInput(rpc, exchange, target, codec, query);
-    outcome = await rpc.invoke(target, input, { exchange, protocolName: "connect", timeoutMs: timeout });
+    outcome = await rpc.invoke(target, input, { exchange, protocolName: "connect", deadline });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.mapError) };
   }
   observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
   if (exchange.done) return;
   if (!outcome.ok) {
-    const headers = addHeaders(addHeaders({}, outcome.header), outcome.error.metadata);
+    const headers = addMetadata(addHeaders({}, outcome.header), outcome.error.metadata);
     addHeaders(headers, outcome.trailer, "trailer-");
     if (outcome.error instanceof UnsupportedEncodingError) headers["accept-encoding"] = ACCEPT_ENCODING;
     await sendBody(exchange, httpStatusOf(outcome.error.code), headers, errorBody(outcome.error), "application/json", responseEncoding);
     return;
   }
   const headers = addHeaders(addHeaders({}, outcome.header), outcome.trailer, "trailer-");
-  const body = codec === "proto" ? rpc.codec.writeBinary(target.method.output, outcome.message) : rpc.codec.writeJson(target.method.output, outcome.message);
+  const body =
+    codec === "proto"
+      ? rpc.codec.writeBinary(target.method.output, outcome.message)
+      : rpc.codec.writeJson(target.method.output, outcome.message);
   if (isGet && answerConditionally(exchange, headers, body)) return;
   await sendBody(exchange, 200, headers, body, codec === "proto" ? "application/proto" : "application/json", responseEncoding);
 }
@@ -87,7 +89,8 @@ async function readInput(
     const encoding = requestEncoding("compression", query.get("compression"));
     const text = query.get("message") ?? "";
     const bytes = query.get("base64") === "1" ? Buffer.from(text, "base64url") : Buffer.from(text, "utf8");
-    if (bytes.byteLength > rpc.maxBodyBytes) throw new ConnectError(`message: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
+    if (bytes.byteLength > rpc.maxBodyBytes)
+      throw new ConnectError(`message: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
     return decodeMessage(rpc, target, codec, bytes, encoding);
   }
   const encoding = requestEncoding("content-encoding", exchange.header("content-encoding"));
@@ -114,8 +117,7 @@ function unimplementedGet(): ConnectError {
   return new ConnectError("this method has side effects: call it with POST", Code.Unimplemented);
 }
 
-/** Connect's error body: code name, message and details (type name, base64 value). */
-export function errorBody(error: ConnectError): Buffer {
-  const details = detailsOf(error).map((detail) => ({ type: detail.type, value: base64Encode(detail.value, "std_raw") }));
-  return Buffer.from(JSON.stringify({ code: codeName(error.code), message: error.rawMessage, details }));
+/** Connect's error body, as Connect writes it: code name, message and details (type name, base64 value). */
+export function errorBody(error: ConnectError): Uint8Array {
+  return errorToJsonBytes(error, {});
 }

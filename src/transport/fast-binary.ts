@@ -83,7 +83,9 @@ function fieldPlan(field: DescField): FieldPlan | undefined {
           return undefined;
       }
     case "list":
-      return field.listKind === "scalar" && field.scalar === ScalarType.STRING ? { kind: "strings", name, tag: (field.number << 3) | LEN } : undefined;
+      return field.listKind === "scalar" && field.scalar === ScalarType.STRING
+        ? { kind: "strings", name, tag: (field.number << 3) | LEN }
+        : undefined;
     case "message": {
       if (field.delimitedEncoding) return undefined;
       if (field.message.typeName === STRUCT) return { kind: "struct", name, tag: (field.number << 3) | LEN };
@@ -251,7 +253,11 @@ function writeValue(out: Buffer, at: number, value: JsonValue): number {
         for (const item of value) at = writeValue(out, writeVarint(out, writeVarint(out, at, LIST_ITEM), valueSize(item)), item);
         return at;
       }
-      return writeStruct(out, writeVarint(out, writeVarint(out, at, STRUCT_VALUE), structSize(value as Record<string, JsonValue>)), value as Record<string, JsonValue>);
+      return writeStruct(
+        out,
+        writeVarint(out, writeVarint(out, at, STRUCT_VALUE), structSize(value as Record<string, JsonValue>)),
+        value as Record<string, JsonValue>,
+      );
   }
 }
 

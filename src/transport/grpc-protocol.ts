@@ -5,10 +5,11 @@ import { rpcName } from "./call-observation.js";
 import { ACCEPT_ENCODING, compress, COMPRESS_MIN_BYTES, decompress, negotiateEncoding, type Encoding } from "./compression.js";
 import { COMPRESSED_FLAG, decodeSingleEnvelope, encodeEnvelope, TRAILER_FLAG } from "./envelope.js";
 import type { HttpExchange, ResponseHeaders } from "./http-exchange.js";
-import { addHeaders, errorOf, requestEncoding } from "./rpc-answers.js";
+import { addHeaders, addMetadata, errorOf, requestEncoding } from "./rpc-answers.js";
 import type { RpcContext } from "./rpc-context.js";
 import { codeName } from "./status-codes.js";
-import { parseGrpcTimeout } from "./timeouts.js";
+import { deadlineOf } from "./timeouts.js";
+import type { UnaryOutcome } from "./unary-invoker.js";
 import type { UnaryMethod } from "./unary-method.js";
 
 /**
@@ -39,38 +40,38 @@ export function grpcVariant(contentType: string | undefined): GrpcVariant | unde
   return { web: match[1] !== undefined, text: match[2] !== undefined, codec, contentType: contentType.split(";")[0] as string };
 }
 
-export async function serveGrpcUnary(
-  rpc: RpcContext,
-  exchange: HttpExchange,
-  target: UnaryMethod,
-  variant: GrpcVariant,
-): Promise<void> {
+export async function serveGrpcUnary(rpc: RpcContext, exchange: HttpExchange, target: UnaryMethod, variant: GrpcVariant): Promise<void> {
   const responseEncoding = negotiateEncoding(exchange.header("grpc-accept-encoding"));
   const protocolName = variant.web ? "grpc-web" : "grpc";
   const observation = exchange.observation;
   observation.protocol = protocolName;
   observation.method = rpcName(target.method);
-  let outcome;
+  let outcome: UnaryOutcome;
   try {
-    const timeout = parseGrpcTimeout(exchange.header("grpc-timeout"));
-    if (typeof timeout === "object") throw new ConnectError(timeout.error, Code.InvalidArgument);
+    const deadline = deadlineOf("grpc", exchange.header("grpc-timeout"), observation.startedAt);
     const input = await readInput(rpc, exchange, target, variant);
-    outcome = await rpc.invoke(target, input, { exchange, protocolName, timeoutMs: timeout });
+    outcome = await rpc.invoke(target, input, { exchange, protocolName, deadline });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.mapError) };
   }
   observation.code = outcome.ok ? "ok" : codeName(outcome.error.code);
   if (exchange.done) return;
-  const headers: ResponseHeaders = addHeaders({ "content-type": variant.contentType, "grpc-accept-encoding": ACCEPT_ENCODING }, outcome.header);
+  const headers: ResponseHeaders = addHeaders(
+    { "content-type": variant.contentType, "grpc-accept-encoding": ACCEPT_ENCODING },
+    outcome.header,
+  );
   if (!outcome.ok) {
-    const status = addHeaders(addHeaders({}, outcome.trailer), outcome.error.metadata);
+    const status = addMetadata(addHeaders({}, outcome.trailer), outcome.error.metadata);
     statusFields(status, outcome.error);
     if (variant.web) respondWeb(exchange, variant, headers, [], status);
     // Trailers-only: an error before any message is all headers, ending the stream.
     else exchange.respond(200, { ...headers, ...status });
     return;
   }
-  const payload = variant.codec === "proto" ? rpc.codec.writeBinary(target.method.output, outcome.message) : rpc.codec.writeJson(target.method.output, outcome.message);
+  const payload =
+    variant.codec === "proto"
+      ? rpc.codec.writeBinary(target.method.output, outcome.message)
+      : rpc.codec.writeJson(target.method.output, outcome.message);
   const message = await envelopeOf(payload, responseEncoding);
   if (message.encoding !== undefined) headers["grpc-encoding"] = message.encoding;
   const trailers = addHeaders({ "grpc-status": "0" }, outcome.trailer);
@@ -104,7 +105,9 @@ function webBodyWithOk(frame: Buffer): Buffer {
 }
 
 function respondWeb(exchange: HttpExchange, variant: GrpcVariant, headers: ResponseHeaders, frames: Buffer[], trailers: ResponseHeaders) {
-  const lines = Object.entries(trailers).map(([name, value]) => `${name}: ${String(value)}\r\n`).join("");
+  const lines = Object.entries(trailers)
+    .map(([name, value]) => `${name}: ${String(value)}\r\n`)
+    .join("");
   const body = Buffer.concat([...frames, encodeEnvelope(TRAILER_FLAG, Buffer.from(lines, "latin1"))]);
   exchange.respond(200, headers, variant.text ? Buffer.from(body.toString("base64"), "latin1") : body);
 }
@@ -116,13 +119,20 @@ async function readInput(rpc: RpcContext, exchange: HttpExchange, target: UnaryM
   return decodeBody(rpc, target, variant, body, encoding);
 }
 
-async function decodeBody(rpc: RpcContext, target: UnaryMethod, variant: GrpcVariant, received: Buffer, encoding: Encoding | undefined): Promise<Message> {
+async function decodeBody(
+  rpc: RpcContext,
+  target: UnaryMethod,
+  variant: GrpcVariant,
+  received: Buffer,
+  encoding: Encoding | undefined,
+): Promise<Message> {
   const body = variant.text ? decodeBase64Chunks(received) : received;
   const envelope = decodeSingleEnvelope(body);
   if ("error" in envelope) throw new ConnectError(`body: ${envelope.error}`, Code.InvalidArgument);
   let payload: Uint8Array = envelope.payload;
   if ((envelope.flags & COMPRESSED_FLAG) !== 0) {
-    if (encoding === undefined) throw new ConnectError("body: the message is flagged compressed but grpc-encoding names no coding", Code.InvalidArgument);
+    if (encoding === undefined)
+      throw new ConnectError("body: the message is flagged compressed but grpc-encoding names no coding", Code.InvalidArgument);
     payload = await decompress(encoding, payload, rpc.maxBodyBytes);
   } else if (payload.byteLength > rpc.maxBodyBytes) {
     throw new ConnectError(`body: must be at most ${rpc.maxBodyBytes} bytes`, Code.ResourceExhausted);
@@ -143,14 +153,19 @@ function decodeBase64Chunks(body: Buffer): Buffer {
   return chunks.length === 1 ? Buffer.from(text, "base64") : Buffer.concat(chunks.map((chunk) => Buffer.from(chunk, "base64")));
 }
 
-/** The status of an error as gRPC headers: code, percent-encoded message, google.rpc.Status. */
+/**
+ * The status of an error as gRPC headers: code, percent-encoded message, and its details as a
+ * google.rpc.Status in unpadded base64, as Connect's setTrailerStatus writes them. Of what that
+ * writes, the error's metadata is left out (addMetadata filters it) and the message is encoded
+ * here: Connect uses encodeURIComponent, and grpc-js decodes with decodeURI, which would leave
+ * "%3A" and "%40" in the text a person reads; only what the spec requires is encoded here.
+ */
 function statusFields(target: ResponseHeaders, error: ConnectError): void {
-  setTrailerStatus(new Headers(), error).forEach((value, name) => {
-    target[name] = value;
-  });
-  // Connect encodes with encodeURIComponent; grpc-js decodes with decodeURI, which would leave
-  // "%3A" and "%40" in the text a person reads: only what the spec requires is encoded here.
+  const status = setTrailerStatus(new Headers(), error);
+  target["grpc-status"] = status.get("grpc-status") as string;
   target["grpc-message"] = percentEncode(error.rawMessage);
+  const details = status.get("grpc-status-details-bin");
+  if (details !== null) target["grpc-status-details-bin"] = details;
 }
 
 /** grpc-message's encoding: UTF-8, with bytes outside printable ASCII and "%" as %XX. */
@@ -158,7 +173,8 @@ function percentEncode(message: string): string {
   if (/^[\x20-\x24\x26-\x7e]*$/.test(message)) return message;
   let out = "";
   for (const byte of Buffer.from(message, "utf8")) {
-    out += byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
+    out +=
+      byte >= 0x20 && byte <= 0x7e && byte !== 0x25 ? String.fromCharCode(byte) : `%${byte.toString(16).toUpperCase().padStart(2, "0")}`;
   }
   return out;
 }

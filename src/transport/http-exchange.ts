@@ -271,15 +271,25 @@ class NodeExchange implements HttpExchange, PendingAnswer {
     const answer = this.#answer as DecidedAnswer;
     this.#answer = undefined;
     this.#sent = true;
-    if (res.destroyed) return answerLost(this, this.#hooks.observer);
+    if (res.destroyed) {
+      answerLost(this, this.#hooks.observer);
+      return;
+    }
     try {
       writeNodeAnswer(req, res, answer, this.#closeConnection);
     } catch (error) {
       res.destroy();
       this.#hooks.onWriteError?.(error);
-      return answerLost(this, this.#hooks.observer, "internal");
+      answerLost(this, this.#hooks.observer, "internal");
+      return;
     }
     this.#hooks.observer?.finished(this, answer.status);
+  }
+
+  sendFailed(error: unknown): void {
+    // An answer node has taken is left to arrive; one it has not, the client hears of at once.
+    if (!this.res.headersSent) this.res.destroy();
+    this.#hooks.onWriteError?.(error);
   }
 
   get done(): boolean {
@@ -370,7 +380,7 @@ class StreamExchange implements HttpExchange, PendingAnswer {
     const res = this.#nodeObjects?.res;
     // Answered whole through the node objects (Connect's adapter), or cut short: the client left.
     if (!res?.writableEnded) this.observation.code ??= "canceled";
-    this.#hooks.observer?.finished(this, res !== undefined && res.headersSent ? res.statusCode : undefined);
+    this.#hooks.observer?.finished(this, res?.headersSent ? res.statusCode : undefined);
   }
 
   get remoteAddress(): string | undefined {
@@ -407,16 +417,27 @@ class StreamExchange implements HttpExchange, PendingAnswer {
     const answer = this.#answer as DecidedAnswer;
     this.#answer = undefined;
     this.#sent = true;
-    if (stream.destroyed || stream.closed) return answerLost(this, this.#hooks.observer);
+    if (stream.destroyed || stream.closed) {
+      answerLost(this, this.#hooks.observer);
+      return;
+    }
     try {
       writeStreamAnswer(stream, answer, this.method === "HEAD", this.#endStream);
     } catch (error) {
       stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
       this.#hooks.onWriteError?.(error);
-      return answerLost(this, this.#hooks.observer, "internal");
+      answerLost(this, this.#hooks.observer, "internal");
+      return;
     }
     if (this.#endStream) stream.close(NGHTTP2_NO_ERROR);
     this.#hooks.observer?.finished(this, answer.status);
+  }
+
+  sendFailed(error: unknown): void {
+    // An answer node has taken is left to arrive; one it has not, the client hears of at once.
+    const { stream } = this;
+    if (!stream.headersSent && !stream.destroyed) stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
+    this.#hooks.onWriteError?.(error);
   }
 
   get done(): boolean {
@@ -460,7 +481,9 @@ function writeStreamAnswer(stream: ServerHttp2Stream, answer: DecidedAnswer, hea
   const headers = answer.headers as http2.OutgoingHttpHeaders;
   headers[":status"] = status;
   const hasBody = body !== undefined && body.byteLength > 0;
-  if (hasBody) headers["content-length"] = body.byteLength;
+  // An answer with trailers (gRPC) has no length: grpc-go and grpc-java send none, and curl stops
+  // reading at the length, before the trailers that carry grpc-status.
+  if (hasBody && trailers === undefined) headers["content-length"] = body.byteLength;
   if (!hasBody && trailers === undefined) {
     stream.respond(headers, { endStream: true });
     return;

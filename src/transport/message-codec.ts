@@ -1,5 +1,4 @@
-import { create, toBinary, type DescMessage, type Message } from "@bufbuild/protobuf";
-import type { ConnectError } from "@connectrpc/connect";
+import type { DescMessage, Message } from "@bufbuild/protobuf";
 
 /**
  * How requests are read and answers written, in protobuf's binary and JSON forms. The service
@@ -13,13 +12,4 @@ export interface MessageCodec {
   readJson(schema: DescMessage, bytes: Uint8Array): Message;
   writeBinary(schema: DescMessage, message: Message): Uint8Array;
   writeJson(schema: DescMessage, message: Message): Uint8Array;
-}
-
-/** An error's details as type name and binary value, whichever form they were made in. */
-export function detailsOf(error: ConnectError): { type: string; value: Uint8Array }[] {
-  return error.details.map((detail) =>
-    "desc" in detail
-      ? { type: detail.desc.typeName, value: toBinary(detail.desc, create(detail.desc, detail.value)) }
-      : { type: detail.type, value: detail.value },
-  );
 }

@@ -291,7 +291,11 @@ export function createProtocolServer(
       onRefusal("first-bytes-timeout");
     }
     // While closing, a connection that has sent nothing after the linger never will in time.
-    else if (closingSince !== undefined && connection.socket.bytesRead === 0 && now - Math.max(connection.acceptedAt, closingSince) >= SHUTDOWN_LINGER_MS) {
+    else if (
+      closingSince !== undefined &&
+      connection.socket.bytesRead === 0 &&
+      now - Math.max(connection.acceptedAt, closingSince) >= SHUTDOWN_LINGER_MS
+    ) {
       afterPendingIo(() => {
         if (connection.socket.bytesRead === 0) connection.socket.destroy();
       });

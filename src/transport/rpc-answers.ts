@@ -18,6 +18,35 @@ export function addHeaders(target: ResponseHeaders, source: Headers | undefined,
 }
 
 /**
+ * Headers an error's metadata may not set: the protocols' own (grpc-*, connect-*) and those that
+ * frame the answer, which the server sets from what it sends.
+ */
+const FRAMING_HEADERS = new Set([
+  "accept-encoding",
+  "connection",
+  "content-encoding",
+  "content-length",
+  "content-type",
+  "keep-alive",
+  "te",
+  "trailer",
+  "transfer-encoding",
+  "upgrade",
+]);
+
+function isProtocolHeader(name: string): boolean {
+  return name.startsWith("grpc-") || name.startsWith("connect-") || FRAMING_HEADERS.has(name);
+}
+
+/** Adds an error's metadata to an answer's headers or trailers, without the protocol's own. */
+export function addMetadata(target: ResponseHeaders, metadata: Headers): ResponseHeaders {
+  metadata.forEach((value, name) => {
+    if (!isProtocolHeader(name)) target[name] = value;
+  });
+  return target;
+}
+
+/**
  * Any failure before or around a call as a ConnectError: a body over the limit as
  * resource_exhausted, a bad compressed body as invalid_argument, anything else through `mapError`.
  */

@@ -1,19 +1,24 @@
+import type { ConnectError } from "@connectrpc/connect";
+import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
+import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
+
 /**
- * Deadlines as the protocols send them. gRPC (and gRPC-Web): `grpc-timeout`, at most 8 digits and
- * a unit (H M S m u n). Connect: `connect-timeout-ms`, at most 10 digits of milliseconds.
- * Returns milliseconds, undefined when no deadline was sent, or an error text for a malformed one.
+ * The longest wait node's timers keep: a longer delay fires after 1 ms. gRPC allows 8 digits of
+ * hours and Connect 10 digits of milliseconds, so a valid deadline may lie beyond it; such a
+ * deadline is kept as this long (24.8 days), which no call outlives.
  */
-const GRPC_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1_000, m: 1, u: 0.001, n: 0.000_001 };
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
-export function parseGrpcTimeout(value: string | undefined): number | undefined | { error: string } {
-  if (value === undefined) return undefined;
-  const match = /^(\d{1,8})([HMSmun])$/.exec(value);
-  if (match === null) return { error: `grpc-timeout: "${value}" is not 1-8 digits and a unit (H, M, S, m, u, n)` };
-  return Number(match[1]) * (GRPC_UNIT_MS[match[2] as string] as number);
-}
-
-export function parseConnectTimeout(value: string | undefined): number | undefined | { error: string } {
-  if (value === undefined) return undefined;
-  if (!/^\d{1,10}$/.test(value)) return { error: `connect-timeout-ms: "${value}" is not 1-10 digits` };
-  return Number(value);
+/**
+ * The deadline a request's timeout header sets, on performance.now()'s clock and counted from
+ * `arrivedAt`, when the request arrived (not from when its body was read); undefined when it sent
+ * none. The headers' grammar is Connect's own (gRPC's `grpc-timeout`, 1-8 digits and a unit;
+ * Connect's `connect-timeout-ms`, 1-10 digits); a malformed one throws invalid_argument.
+ */
+export function deadlineOf(protocol: "grpc" | "connect", header: string | undefined, arrivedAt: number): number | undefined {
+  if (header === undefined) return undefined;
+  const parsed =
+    protocol === "grpc" ? parseGrpcTimeout(header, Number.POSITIVE_INFINITY) : parseConnectTimeout(header, Number.POSITIVE_INFINITY);
+  if (parsed.error !== undefined) throw parsed.error satisfies ConnectError;
+  return arrivedAt + Math.min(parsed.timeoutMs as number, MAX_TIMEOUT_MS);
 }

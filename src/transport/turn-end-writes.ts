@@ -2,16 +2,25 @@
  * An answer whose bytes are ready but not yet handed to its socket or stream.
  */
 export interface PendingAnswer {
-  /** Hands the answer to node (headers, body, trailers); never throws. */
+  /** Hands the answer to node (headers, body, trailers). */
   send(): void;
+  /** `send` threw: the answer ends as it can (its stream reset), and the error is reported. */
+  sendFailed(error: unknown): void;
 }
 
 let pending: PendingAnswer[] = [];
 
+/** Each answer alone: one that throws must not keep the rest of its turn's answers from leaving. */
 function sendPending(): void {
   const batch = pending;
   pending = [];
-  for (const answer of batch) answer.send();
+  for (const answer of batch) {
+    try {
+      answer.send();
+    } catch (error) {
+      answer.sendFailed(error);
+    }
+  }
 }
 
 /**

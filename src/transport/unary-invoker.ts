@@ -19,8 +19,8 @@ export interface UnaryCall {
   readonly exchange: HttpExchange;
   /** "connect", "grpc", "grpc-web" or "rest": what HandlerContext.protocolName says. */
   readonly protocolName: string;
-  /** The caller's deadline, in milliseconds from now, when its protocol sent one. */
-  readonly timeoutMs?: number;
+  /** The caller's deadline on performance.now()'s clock, when its protocol sent one (see timeouts.ts). */
+  readonly deadline?: number;
 }
 
 /** What a call produced: its message or its error, and the headers and trailers it set. */
@@ -104,7 +104,7 @@ function asConnectError(error: unknown, options: UnaryInvokerOptions): ConnectEr
  * completes), but nobody waits for it.
  */
 function settleFirst(work: Promise<UnaryOutcome>, context: CallContext, call: UnaryCall): Promise<UnaryOutcome> {
-  const { timeoutMs } = call;
+  const { deadline } = call;
   return new Promise((resolve) => {
     let timer: NodeJS.Timeout | undefined;
     const stop = (error: ConnectError) => {
@@ -112,9 +112,10 @@ function settleFirst(work: Promise<UnaryOutcome>, context: CallContext, call: Un
       context.cancel(error);
       resolve({ ok: false, error, ...context.headersSet() });
     };
-    if (timeoutMs !== undefined) {
-      if (timeoutMs <= 0) return stop(deadlineExceeded());
-      timer = setTimeout(() => stop(deadlineExceeded()), timeoutMs);
+    if (deadline !== undefined) {
+      const remaining = deadline - performance.now();
+      if (remaining <= 0) return stop(deadlineExceeded());
+      timer = setTimeout(() => stop(deadlineExceeded()), remaining);
     }
     call.exchange.onClientGone(() => stop(new ConnectError("the client closed the call", Code.Canceled)));
     void work.then((outcome) => {
@@ -130,7 +131,7 @@ function deadlineExceeded(): ConnectError {
 }
 
 function requestOf(context: CallContext, message: Message): UnaryRequest {
-  return new ImplementationRequest(context, message) as unknown as UnaryRequest;
+  return new ImplementationRequest(context, message);
 }
 
 /**
@@ -139,8 +140,8 @@ function requestOf(context: CallContext, message: Message): UnaryRequest {
  * Interceptors pass it on as it is (ours do); one that spread it into a new object would drop the
  * getters, which live on the prototype.
  */
-class ImplementationRequest {
-  readonly stream = false;
+class ImplementationRequest implements UnaryRequest {
+  readonly stream = false as const;
   readonly service: DescService;
   readonly method: DescMethodUnary;
   readonly requestMethod: string;
@@ -198,8 +199,8 @@ class CallContext implements HandlerContext {
     // Handlers name the authenticated caller here, for the access log.
     this.values.set(callObservationKey, call.exchange.observation);
     this.values.set(callContextKey, this);
-    const deadline = call.timeoutMs === undefined ? undefined : Date.now() + call.timeoutMs;
-    this.timeoutMs = deadline === undefined ? () => undefined : () => deadline - Date.now();
+    const { deadline } = call;
+    this.timeoutMs = deadline === undefined ? () => undefined : () => deadline - performance.now();
   }
 
   get requestMethod(): string {
@@ -241,7 +242,7 @@ class CallContext implements HandlerContext {
 
   /** The implementation's response: the message, with the headers and trailers as set by then or later. */
   response(message: Message): UnaryResponse {
-    return new ImplementationResponse(this, message) as unknown as UnaryResponse;
+    return new ImplementationResponse(this, message);
   }
 
   /** The headers and trailers set during the call, if any were. */
@@ -262,8 +263,8 @@ class CallContext implements HandlerContext {
 }
 
 /** A UnaryResponse whose headers and trailers are the call's, made when first read. */
-class ImplementationResponse {
-  readonly stream = false;
+class ImplementationResponse implements UnaryResponse {
+  readonly stream = false as const;
   readonly service: DescService;
   readonly method: DescMethodUnary;
 

@@ -14,7 +14,16 @@ import { describe, expect, it } from "vitest";
 const REPO = fileURLToPath(new URL("../../", import.meta.url));
 
 /** The inner rings: interfaces in domain words and pure logic. */
-const CAPABILITY_FOLDERS = ["src/domain", "src/entries", "src/discovery", "src/auth", "src/rate-limits", "src/changes", "src/transparency", "src/mirror"];
+const CAPABILITY_FOLDERS = [
+  "src/domain",
+  "src/entries",
+  "src/discovery",
+  "src/auth",
+  "src/rate-limits",
+  "src/changes",
+  "src/transparency",
+  "src/mirror",
+];
 
 /** The outer rings: adapters, protocols, the command line, instrumentation, the composition root. */
 const OUTER_PATHS = ["src/storage/", "src/edge/", "src/cli/", "src/observability/", "src/app.ts"];
@@ -101,10 +110,7 @@ function elementName(element: ts.ImportSpecifier | ts.ExportSpecifier): string {
 }
 
 function isImportOrRequire(call: ts.CallExpression): boolean {
-  return (
-    call.expression.kind === ts.SyntaxKind.ImportKeyword ||
-    (ts.isIdentifier(call.expression) && call.expression.text === "require")
-  );
+  return call.expression.kind === ts.SyntaxKind.ImportKeyword || (ts.isIdentifier(call.expression) && call.expression.text === "require");
 }
 
 function isPackage(specifier: string, name: string): boolean {
@@ -151,7 +157,9 @@ function transportViolation(site: ImportSite): string | undefined {
  * component of the import graph (Tarjan's algorithm) larger than one file, or a file importing itself.
  */
 function importCycles(files: readonly string[]): string[][] {
-  const edges = new Map(files.map((file) => [file, new Set(importsOf(file).flatMap((site) => (site.target === undefined ? [] : [site.target])))]));
+  const edges = new Map(
+    files.map((file) => [file, new Set(importsOf(file).flatMap((site) => (site.target === undefined ? [] : [site.target])))]),
+  );
   const index = new Map<string, number>();
   const low = new Map<string, number>();
   const stack: string[] = [];

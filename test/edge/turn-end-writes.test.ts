@@ -8,8 +8,8 @@ import { sendAtTurnEnd } from "../../src/transport/turn-end-writes.js";
 describe("sendAtTurnEnd", () => {
   it("sends the answers of one turn together, in order, once the turn's other work is done", async () => {
     const events: string[] = [];
-    sendAtTurnEnd({ send: () => events.push("a") });
-    sendAtTurnEnd({ send: () => events.push("b") });
+    sendAtTurnEnd({ send: () => events.push("a"), sendFailed: () => {} });
+    sendAtTurnEnd({ send: () => events.push("b"), sendFailed: () => {} });
     events.push("rest of the turn");
     await Promise.resolve();
     events.push("microtasks");
@@ -22,8 +22,9 @@ describe("sendAtTurnEnd", () => {
     sendAtTurnEnd({
       send: () => {
         events.push("first");
-        sendAtTurnEnd({ send: () => events.push("queued while sending") });
+        sendAtTurnEnd({ send: () => events.push("queued while sending"), sendFailed: () => {} });
       },
+      sendFailed: () => {},
     });
     await new Promise((resolve) => setImmediate(resolve));
     expect(events).toEqual(["first"]);
@@ -46,9 +47,17 @@ afterEach(async () => {
   await Promise.all(closers.splice(0).map((close) => close()));
 });
 
+/** Requests to this path have an observer that throws once their answer is written. */
+const THROWING_OBSERVER_PATH = "/observer-throws";
+
 function hooksFor(reports: Reports): ExchangeHooks {
   return {
-    observer: { finished: (exchange, status) => reports.finished.push({ status, code: exchange.observation.code }) },
+    observer: {
+      finished: (exchange, status) => {
+        reports.finished.push({ status, code: exchange.observation.code });
+        if (exchange.path === THROWING_OBSERVER_PATH) throw new Error("the observer failed");
+      },
+    },
     onWriteError: (error) => reports.writeErrors.push(error),
   };
 }
@@ -86,7 +95,7 @@ async function http2Get(url: string): Promise<{ status?: number; body: string; e
   session.on("error", () => {});
   try {
     return await new Promise((resolve) => {
-      const stream = session.request({ ":path": "/" });
+      const stream = session.request({ ":path": new URL(url).pathname });
       let status: number | undefined;
       let body = "";
       stream.on("response", (headers) => (status = Number(headers[":status"])));
@@ -149,7 +158,25 @@ describe.each(protocols)("an exchange's answer over $name", ({ server, get }) =>
     });
     const answer = await get(url);
     expect(answer.status === undefined || answer.error !== undefined).toBe(true);
-    for (let waited = 0; reports.finished.length === 0 && waited < 2_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let waited = 0; reports.finished.length === 0 && waited < 2_000; waited += 10)
+      await new Promise((resolve) => setTimeout(resolve, 10));
     expect(reports.finished).toEqual([{ status: undefined, code: "canceled" }]);
+  });
+
+  it("an answer whose sending throws does not hold back the other answers of its turn", async () => {
+    // Twenty requests answered in one turn, so their answers leave in one batch, the one whose
+    // observer throws first.
+    const waiting: HttpExchange[] = [];
+    const { url, reports } = await server((exchange) => {
+      waiting.push(exchange);
+      if (waiting.length < 20) return;
+      waiting.sort((a, b) => Number(b.path === THROWING_OBSERVER_PATH) - Number(a.path === THROWING_OBSERVER_PATH));
+      for (const each of waiting) each.respond(200, { "content-type": "text/plain" }, Buffer.from(each.path));
+    });
+    const paths = [THROWING_OBSERVER_PATH, ...Array.from({ length: 19 }, (_, index) => `/other-${index}`)];
+    const answers = await Promise.all(paths.map((path) => get(`${url}${path}`)));
+    expect(answers).toEqual(paths.map((path) => ({ status: 200, body: path })));
+    expect(reports.writeErrors.map(String)).toEqual(["Error: the observer failed"]);
+    expect(reports.finished).toHaveLength(20);
   });
 });
