@@ -14,7 +14,7 @@ export interface RegistryMetrics {
   entryCacheRead(hit: boolean): void;
   /** A read that could be answered from the kept answers (see edge/read-answers.ts): whether it was. */
   answerCacheRead(kept: boolean): void;
-  /** A connection the front refused (a cap) or closed on a timeout (see edge/protocol-server.ts). */
+  /** A connection the front refused (a cap) or closed on a timeout (see transport/protocol-server.ts). */
   connectionRefused(reason: string): void;
   /** A database read sent to the primary or a read replica, and why (see storage/read-routing.ts). */
   databaseRead(target: string, reason: string): void;

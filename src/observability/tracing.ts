@@ -63,7 +63,7 @@ export interface IncomingCall {
 
 /**
  * What is known of a call once it is over, in the access log's terms (CallObservation in
- * src/edge/observability.ts has these fields).
+ * src/transport/call-observation.ts has these fields).
  */
 export interface CallRecord {
   /** "rest", "connect", "grpc", "grpc-web", or "http" for answers given before any protocol. */
