@@ -3,8 +3,8 @@ import http from "node:http";
 import http2 from "node:http2";
 import * as grpc from "@grpc/grpc-js";
 import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
-import { Code, ConnectError, createClient } from "@connectrpc/connect";
-import { createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
+import { Code, ConnectError, createClient, type Interceptor } from "@connectrpc/connect";
+import { compressionGzip, createConnectTransport, createGrpcTransport, createGrpcWebTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { servedService } from "../../src/edge/served-services.js";
 import { BadRequestSchema } from "../../gen/google/rpc/error_details_pb.js";
@@ -18,7 +18,8 @@ import { grpcJsClientConstructor } from "../support/grpc-js-client.js";
  * independent clients: grpc-js, Connect's node clients, curl, and raw HTTP/1.1 and HTTP/2.
  * The service is a test ResolveEntry whose DID picks its behaviour: "wait-<ms>" answers after that
  * long, "details" fails with a google.rpc.BadRequest detail, "metadata" fails with metadata that
- * names the protocol's own headers; any other DID is answered at once.
+ * names the protocol's own headers, "big-*" answers with more than 1 KiB; any other DID is
+ * answered at once.
  */
 
 const PATH = "/registry.v1.RegistryService/ResolveEntry";
@@ -43,7 +44,8 @@ async function resolveEntry(request: { did: string }) {
     throw new ConnectError(DETAILED_MESSAGE, Code.InvalidArgument, undefined, [{ desc: BadRequestSchema, value: BAD_REQUEST }]);
   }
   if (request.did === "metadata") throw new ConnectError("refused", Code.PermissionDenied, HOSTILE_METADATA);
-  return { entry: { entryDid: request.did, version: "1.0.0" } };
+  const description = request.did.startsWith("big-") ? "a long description ".repeat(100) : "";
+  return { entry: { entryDid: request.did, version: "1.0.0", description } };
 }
 
 let edge: EdgeTestServer;
@@ -295,5 +297,32 @@ describe("a gRPC answer", () => {
     // Answers without trailers keep theirs.
     const connectAnswer = await rawHttp1({ "content-type": "application/proto" }, requestBytes("at-once"));
     expect(Number(connectAnswer.headers["content-length"])).toBe(connectAnswer.body.length);
+  });
+});
+
+describe("content codings", () => {
+  it("are negotiated with Connect's clients on Connect, gRPC and gRPC-Web, gzip both ways", async () => {
+    const codings: (string | null)[] = [];
+    const recordCoding: Interceptor = (next) => async (request) => {
+      const response = await next(request);
+      codings.push(response.header.get("content-encoding") ?? response.header.get("grpc-encoding"));
+      return response;
+    };
+    const options = {
+      sendCompression: compressionGzip,
+      acceptCompression: [compressionGzip],
+      compressMinBytes: 0,
+      interceptors: [recordCoding],
+    };
+    const transports = [
+      createConnectTransport({ baseUrl: edge.http1Url, httpVersion: "1.1", ...options }),
+      createGrpcTransport({ baseUrl: edge.http2Url, ...options }),
+      createGrpcWebTransport({ baseUrl: edge.http1Url, httpVersion: "1.1", ...options }),
+    ];
+    for (const transport of transports) {
+      const answer = await createClient(RegistryService, transport).resolveEntry({ did: "big-coded" });
+      expect(answer.entry?.description).toBe("a long description ".repeat(100));
+    }
+    expect(codings).toEqual(["gzip", "gzip", "gzip"]);
   });
 });
