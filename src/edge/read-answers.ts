@@ -155,8 +155,6 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
     const { method } = read;
     const fields = keyFieldsOf(method);
     return async (request: Message, context: HandlerContext): Promise<unknown> => {
-      const tag = read.tagOf(request as never);
-      if (tag === undefined) return impl(request as never, context);
       const key = requestKey(method, fields, request);
       const kept = find(key);
       onRead(kept !== undefined);
@@ -164,6 +162,9 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
         for (const [name, value] of kept.header) context.responseHeader.set(name, value);
         return kept.message;
       }
+      // Worked out on a miss only: a kept answer already has its tag.
+      const tag = read.tagOf(request as never);
+      if (tag === undefined) return impl(request as never, context);
       const mark = changes;
       const before = new Set(context.responseHeader.keys());
       const answered = await impl(request as never, context);
