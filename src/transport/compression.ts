@@ -29,7 +29,9 @@ export function isSupportedEncoding(name: string): name is Encoding {
 
 /**
  * The coding to answer in, from an Accept-Encoding (or grpc-accept-encoding) list with optional
- * q-values: the client's most preferred one we support, brotli on a tie; none for identity.
+ * q-values: the client's most preferred one we support, brotli on a tie; none for identity. Not
+ * Connect's compressionNegotiate, which reads no q-values ("gzip;q=0" would not refuse gzip) and
+ * returns a new object for every call.
  */
 export function negotiateEncoding(accept: string | undefined): Encoding | undefined {
   if (accept === undefined || accept === "") return undefined;

@@ -1,6 +1,7 @@
 /**
  * The length-prefixed framing of gRPC and gRPC-Web (and Connect streaming): one flag byte, a
- * big-endian uint32 length, then the payload.
+ * big-endian uint32 length, then the payload. Not Connect's envelope helpers: its encoder zero-fills
+ * a Uint8Array the answer would then wrap, and its decoder reads streams, not one whole body.
  */
 
 /** Flag bit 0: the payload is compressed with the message encoding. */
