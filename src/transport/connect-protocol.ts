@@ -8,7 +8,7 @@ import type { HttpExchange } from "./http-exchange.js";
 import { addHeaders, addMetadata, errorOf, requestEncoding, sendBody, UnsupportedEncodingError } from "./rpc-answers.js";
 import type { RpcContext } from "./rpc-context.js";
 import { codeName, httpStatusOf } from "./status-codes.js";
-import { deadlineOf } from "./timeouts.js";
+import { beforeDeadline, deadlineOf } from "./timeouts.js";
 import type { UnaryOutcome } from "./unary-invoker.js";
 import { hasNoSideEffects, type UnaryMethod } from "./unary-method.js";
 
@@ -49,7 +49,7 @@ export async function serveConnectUnary(rpc: RpcContext, exchange: HttpExchange,
   let outcome: UnaryOutcome;
   try {
     const deadline = deadlineOf("connect", exchange.header("connect-timeout-ms"), observation.startedAt);
-    const input = await readInput(rpc, exchange, target, codec, query);
+    const input = await beforeDeadline(readInput(rpc, exchange, target, codec, query), deadline);
     outcome = await rpc.invoke(target, input, { exchange, protocolName: "connect", deadline });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.mapError) };

@@ -8,7 +8,7 @@ import type { HttpExchange, ResponseHeaders } from "./http-exchange.js";
 import { addHeaders, addMetadata, errorOf, requestEncoding } from "./rpc-answers.js";
 import type { RpcContext } from "./rpc-context.js";
 import { codeName } from "./status-codes.js";
-import { deadlineOf } from "./timeouts.js";
+import { beforeDeadline, deadlineOf } from "./timeouts.js";
 import type { UnaryOutcome } from "./unary-invoker.js";
 import type { UnaryMethod } from "./unary-method.js";
 
@@ -49,7 +49,7 @@ export async function serveGrpcUnary(rpc: RpcContext, exchange: HttpExchange, ta
   let outcome: UnaryOutcome;
   try {
     const deadline = deadlineOf("grpc", exchange.header("grpc-timeout"), observation.startedAt);
-    const input = await readInput(rpc, exchange, target, variant);
+    const input = await beforeDeadline(readInput(rpc, exchange, target, variant), deadline);
     outcome = await rpc.invoke(target, input, { exchange, protocolName, deadline });
   } catch (error) {
     outcome = { ok: false as const, error: errorOf(error, rpc.mapError) };

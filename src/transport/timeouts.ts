@@ -1,4 +1,4 @@
-import type { ConnectError } from "@connectrpc/connect";
+import { Code, ConnectError } from "@connectrpc/connect";
 import { parseTimeout as parseConnectTimeout } from "@connectrpc/connect/protocol-connect";
 import { parseTimeout as parseGrpcTimeout } from "@connectrpc/connect/protocol-grpc";
 
@@ -21,4 +21,29 @@ export function deadlineOf(protocol: "grpc" | "connect", header: string | undefi
     protocol === "grpc" ? parseGrpcTimeout(header, Number.POSITIVE_INFINITY) : parseConnectTimeout(header, Number.POSITIVE_INFINITY);
   if (parsed.error !== undefined) throw parsed.error satisfies ConnectError;
   return arrivedAt + Math.min(parsed.timeoutMs as number, MAX_TIMEOUT_MS);
+}
+
+export function deadlineExceeded(): ConnectError {
+  return new ConnectError("the deadline passed before the call completed", Code.DeadlineExceeded);
+}
+
+/**
+ * What `work` (reading the request) comes to, or deadline_exceeded once `deadline` passes first:
+ * a client whose body is slower than its deadline hears so at the deadline, as the call would.
+ */
+export function beforeDeadline<T>(work: Promise<T>, deadline: number | undefined): Promise<T> {
+  if (deadline === undefined) return work;
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(deadlineExceeded()), Math.max(0, deadline - performance.now()));
+    work.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (error: unknown) => {
+        clearTimeout(timer);
+        reject(error);
+      },
+    );
+  });
 }

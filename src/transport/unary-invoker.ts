@@ -12,6 +12,7 @@ import {
 } from "@connectrpc/connect";
 import { callObservationKey } from "./call-observation.js";
 import type { HttpExchange } from "./http-exchange.js";
+import { deadlineExceeded } from "./timeouts.js";
 import type { UnaryMethod } from "./unary-method.js";
 
 /** How one call arrived. */
@@ -124,10 +125,6 @@ function settleFirst(work: Promise<UnaryOutcome>, context: CallContext, call: Un
       resolve(outcome);
     });
   });
-}
-
-function deadlineExceeded(): ConnectError {
-  return new ConnectError("the deadline passed before the call completed", Code.DeadlineExceeded);
 }
 
 function requestOf(context: CallContext, message: Message): UnaryRequest {
