@@ -1,5 +1,6 @@
 import { InvalidArgumentError } from "../errors.js";
 import type { ChangeLogRepository, ChangePage, LoggedChange } from "./change-log.js";
+import { createHeadFanOut, type ChangeSink } from "./head-fan-out.js";
 import type { LogGrowth } from "./log-growth.js";
 import { createIdleDeadline } from "./idle-deadline.js";
 import { createLogTail } from "./log-tail.js";
@@ -41,6 +42,13 @@ export interface ChangeLogService {
    * watchers at the head share the log's tail. Throws invalid_argument at once for a bad `after`.
    */
   watchChanges(after: bigint | undefined, signal: AbortSignal): AsyncGenerator<LoggedChange>;
+  /**
+   * Every change after `sink.last`, then each new one as it is committed, written into `sink`
+   * until `signal` aborts or the sink is gone; resolves then, rejects when a read fails. The sink
+   * reads its way up while it is behind, and is pushed each new record by the shared tail at the
+   * head, with no wake-up of its own. Throws invalid_argument at once for a bad `sink.last`.
+   */
+  followChanges(sink: ChangeSink, signal: AbortSignal): Promise<void>;
 }
 
 export function createChangeLogService(options: ChangeLogServiceOptions): ChangeLogService {
@@ -50,7 +58,9 @@ export function createChangeLogService(options: ChangeLogServiceOptions): Change
     read: (after) => log.listChanges(after, WATCH_BATCH, limits.pageMaxBytes),
     maxRecords: limits.tailMaxRecords,
     maxBytes: limits.tailMaxBytes,
+    onAppend: () => head.push(),
   });
+  const head = createHeadFanOut(tail, growth);
 
   /**
    * The next records for a watcher after `last`: from the tail, else a batch of its own, held
@@ -89,6 +99,25 @@ export function createChangeLogService(options: ChangeLogServiceOptions): Change
     }
   }
 
+  /**
+   * Offers `sink` the next records after its position, from the tail or a read of its own; true
+   * when it took them all and they reach the head. A function of its own, so that the batch is
+   * let go when it returns rather than held by a suspended caller.
+   */
+  async function offerNext(sink: ChangeSink, signal: AbortSignal): Promise<boolean> {
+    const held = tail.heldAfter(sink.last);
+    if (held !== undefined) return sink.offer(held);
+    const page = await gate.run(() => log.listChanges(sink.last, WATCH_BATCH, limits.pageMaxBytes), signal);
+    const lastRead = page.changes.at(-1)?.index ?? sink.last;
+    return sink.offer(page.changes) && lastRead >= page.size - 1n;
+  }
+
+  async function follow(sink: ChangeSink, signal: AbortSignal): Promise<void> {
+    while (!signal.aborted && (await sink.ready())) {
+      if (await offerNext(sink, signal)) await head.follow(sink, signal);
+    }
+  }
+
   return {
     async listChanges(after, limit) {
       checkAfter(after);
@@ -101,11 +130,18 @@ export function createChangeLogService(options: ChangeLogServiceOptions): Change
       checkAfter(after);
       return watch(after, signal);
     },
+
+    followChanges(sink, signal) {
+      // -1 is "from the first record".
+      if (sink.last !== -1n) checkAfter(sink.last);
+      return follow(sink, signal);
+    },
   };
 }
 
 function checkAfter(after: bigint | undefined): void {
-  if (after !== undefined && after < 0n) throw InvalidArgumentError.of("after", "must not be negative (leave it unset to start at the first change)");
+  if (after !== undefined && after < 0n)
+    throw InvalidArgumentError.of("after", "must not be negative (leave it unset to start at the first change)");
 }
 
 /**

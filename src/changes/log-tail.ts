@@ -15,6 +15,8 @@ export interface LogTail {
   heldAfter(after: bigint): readonly LoggedChange[] | undefined;
   /** Whether the tail holds a record after `after`: a caller then need not extend it. */
   holdsAfter(after: bigint): boolean;
+  /** The index after its last record; undefined while it holds none (none read yet, or it restarted). */
+  readonly end: bigint | undefined;
   /**
    * Reads the records after the tail's end (or after `after`, while it holds none or ends before
    * `after`), one read at a time: a caller arriving while a read runs waits for it rather than
@@ -28,6 +30,8 @@ export interface LogTailOptions {
   readonly read: (after: bigint) => Promise<ChangePage>;
   readonly maxRecords: number;
   readonly maxBytes: number;
+  /** Called once records were added, before any caller of `extend` resumes. */
+  readonly onAppend?: () => void;
 }
 
 /** One read's records: consecutive indexes from `first`. */
@@ -61,6 +65,7 @@ export function createLogTail(options: LogTailOptions): LogTail {
       records -= oldest.changes.length;
       bytes -= oldest.bytes;
     }
+    options.onAppend?.();
   }
 
   async function readNext(after: bigint): Promise<void> {
@@ -79,11 +84,16 @@ export function createLogTail(options: LogTailOptions): LogTail {
 
   return {
     heldAfter(after) {
-      const first = segments[0];
-      if (first === undefined || after + 1n < first.first) return undefined;
-      for (const segment of segments) {
-        const offset = after + 1n - segment.first;
-        if (offset < BigInt(segment.changes.length)) return segment.changes.slice(Number(offset));
+      const next = after + 1n;
+      if (segments.length === 0 || next < segments[0]!.first) return undefined;
+      // From the newest: the streams asking are mostly at the head, and the tail may hold a
+      // thousand one-record reads.
+      for (let i = segments.length - 1; i >= 0; i -= 1) {
+        const segment = segments[i]!;
+        if (segment.first > next) continue;
+        const offset = Number(next - segment.first);
+        if (offset >= segment.changes.length) return [];
+        return offset === 0 ? segment.changes : segment.changes.slice(offset);
       }
       return [];
     },
@@ -91,6 +101,10 @@ export function createLogTail(options: LogTailOptions): LogTail {
     holdsAfter(after) {
       const held = end();
       return held !== undefined && segments[0]!.first <= after + 1n && after + 1n < held;
+    },
+
+    get end() {
+      return end();
     },
 
     extend(after) {

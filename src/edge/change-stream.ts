@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { Code } from "@connectrpc/connect";
 import type { ChangeLogService } from "../changes/change-log-service.js";
+import type { ChangeSink } from "../changes/head-fan-out.js";
 import type { LoggedChange } from "../changes/change-log.js";
 import { InvalidArgumentError } from "../errors.js";
 import { changeMessage } from "./change-feed-handlers.js";
@@ -45,12 +46,13 @@ export interface ChangeStreamOptions {
  * an event unread for the stall timeout is cut off, so a reader that stopped holds little for long.
  */
 export function createChangeStream(options: ChangeStreamOptions): (exchange: HttpExchange) => Promise<void> {
-  // The same record reaches every stream at the head of the log as one object: written once.
-  const events = new WeakMap<LoggedChange, string>();
-  const eventOf = (change: LoggedChange): string => {
+  // The same record reaches every stream at the head of the log as one object: encoded once, and
+  // its bytes shared by every write.
+  const events = new WeakMap<LoggedChange, Buffer>();
+  const eventOf = (change: LoggedChange): Buffer => {
     let event = events.get(change);
     if (event === undefined) {
-      event = `id: ${change.index}\nevent: change\ndata: ${changeJson(changeMessage(change))}\n\n`;
+      event = Buffer.from(`id: ${change.index}\nevent: change\ndata: ${changeJson(changeMessage(change))}\n\n`);
       events.set(change, event);
     }
     return event;
@@ -89,7 +91,7 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     const observation = exchange.observation;
     const { req, res } = exchange.nodeObjects();
     // HTTP/1.1's and HTTP/2's responses write alike; their overloads differ only in callbacks.
-    const write = (text: string): boolean => (res as { write(chunk: string): boolean }).write(text);
+    const write = (chunk: string | Buffer): boolean => (res as { write(chunk: string | Buffer): boolean }).write(chunk);
     const stop = new AbortController();
     const end = () => stop.abort();
     res.once("close", end);
@@ -103,14 +105,10 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     write(": changes\n\n");
     const keepAlive = setInterval(() => write(": keep-alive\n\n"), options.keepAliveMs);
     keepAlive.unref();
-    let stalled = false;
+    const sink = responseSink(res, write, eventOf, after, stop.signal, options.stallTimeoutMs);
     try {
-      for await (const change of options.feed.watchChanges(after, stop.signal)) {
-        if (write(eventOf(change)) || stop.signal.aborted) continue;
-        stalled = !(await drained(res, stop.signal, options.stallTimeoutMs));
-        if (stalled) break;
-      }
-      observation.code = stalled ? codeName(Code.DeadlineExceeded) : "ok";
+      await options.feed.followChanges(sink, stop.signal);
+      observation.code = sink.stalled ? codeName(Code.DeadlineExceeded) : "ok";
     } catch (error) {
       // The answer has started: a failure can only end the stream, which the client resumes.
       const code = toConnectError(error, options.log).code;
@@ -119,10 +117,54 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
       clearInterval(keepAlive);
       options.shutdownSignal.removeEventListener("abort", end);
       // A client that does not read cannot be sent the end either.
-      if (stalled) endNodeExchange(req);
+      if (sink.stalled) endNodeExchange(req);
       else res.end();
     }
   }
+}
+
+/**
+ * The response as a sink of changes: each change written as its event; once a write finds the
+ * client's buffers full, it takes nothing more until they drain, and a client that leaves them
+ * full for `stallTimeoutMs` has stalled.
+ */
+function responseSink(
+  res: NodeJS.EventEmitter,
+  write: (chunk: Buffer) => boolean,
+  eventOf: (change: LoggedChange) => Buffer,
+  after: bigint | undefined,
+  signal: AbortSignal,
+  stallTimeoutMs: number,
+): ChangeSink & { readonly stalled: boolean } {
+  let last = after ?? -1n;
+  let full = false;
+  let stalled = false;
+  return {
+    get last() {
+      return last;
+    },
+    get stalled() {
+      return stalled;
+    },
+    offer(changes) {
+      if (full || signal.aborted) return false;
+      for (const change of changes) {
+        last = change.index;
+        if (write(eventOf(change))) continue;
+        // The event is taken, buffered; the next waits for the client to read.
+        full = true;
+        return false;
+      }
+      return true;
+    },
+    async ready() {
+      if (full) {
+        full = false;
+        stalled = !(await drained(res, signal, stallTimeoutMs));
+      }
+      return !stalled && !signal.aborted;
+    },
+  };
 }
 
 /** Whether `res` drained before `timeoutMs` (or the stream stopped); false when its client stalled. */
@@ -151,6 +193,7 @@ function resumePoint(exchange: HttpExchange): bigint | undefined {
 
 function indexOf(text: string, field: string): bigint {
   const index = /^[0-9]{1,19}$/.test(text) ? BigInt(text) : undefined;
-  if (index === undefined || index > MAX_INDEX) throw InvalidArgumentError.of(field, `must be a log index: an integer from 0 to ${MAX_INDEX}`);
+  if (index === undefined || index > MAX_INDEX)
+    throw InvalidArgumentError.of(field, `must be a log index: an integer from 0 to ${MAX_INDEX}`);
   return index;
 }
