@@ -25,7 +25,7 @@ import { answerConditionally } from "../transport/http-caching.js";
 import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "../transport/http-exchange.js";
 import { rpcName } from "../transport/call-observation.js";
 import { matchPathTemplate, parsePathTemplate, PathEncodingError, type PathTemplate } from "./path-template.js";
-import { addHeaders, requestEncoding, sendBody, UnsupportedEncodingError } from "../transport/rpc-answers.js";
+import { addHeaders, addMetadata, requestEncoding, sendBody, UnsupportedEncodingError } from "../transport/rpc-answers.js";
 import { decodeUtf8, messageFromJson, parseJson } from "./rpc/message-codec.js";
 import { messageJsonBytes, responseJsonBytes } from "./rpc/reused-encodings.js";
 import { unaryMethodsByPath, type ServedService } from "./served-services.js";
@@ -315,7 +315,7 @@ export function writeRestError(
   encoding: ReturnType<typeof negotiateEncoding>,
 ): Promise<void> {
   exchange.observation.code = codeName(error.code);
-  addHeaders(headers, error.metadata);
+  addMetadata(headers, error.metadata);
   headers["cache-control"] = "no-store";
   const body = Buffer.from(JSON.stringify(restErrorBody(error, errorDetailRegistry)));
   return sendBody(exchange, status ?? httpStatusOf(error.code), headers, body, "application/json", encoding);

@@ -265,6 +265,13 @@ describe("an error's metadata", () => {
     expect(connectAnswer.headers["content-encoding"]).toBeUndefined();
     expect(connectAnswer.headers["connect-protocol-version"]).toBeUndefined();
     expect(JSON.parse(connectAnswer.body.toString())).toMatchObject({ code: "permission_denied", message: "refused" });
+
+    const restAnswer = await fetch(`${edge.http1Url}/v1/entries/metadata`);
+    expect(restAnswer.status).toBe(403);
+    expect(restAnswer.headers.get("content-type")).toBe("application/json");
+    expect(restAnswer.headers.get("content-encoding")).toBeNull();
+    expect(restAnswer.headers.get("x-kept")).toBe("yes");
+    expect(await restAnswer.json()).toMatchObject({ code: "permission_denied", message: "refused" });
   });
 });
 
