@@ -282,29 +282,11 @@ describe("a gRPC answer", () => {
     expect(grpcAnswer.trailers["grpc-status"]).toBe("0");
     expect(grpcAnswer.body.length).toBeGreaterThan(5);
 
-    const curl = await new Promise<string>((resolve, reject) => {
-      const child = execFile(
-        "curl",
-        [
-          "-sS",
-          "--http2-prior-knowledge",
-          "-D",
-          "-",
-          "-o",
-          "/dev/null",
-          "-H",
-          "content-type: application/grpc",
-          "-H",
-          "te: trailers",
-          "--data-binary",
-          "@-",
-          `${edge.http2Url}${PATH}`,
-        ],
-        (error, stdout) => (error === null ? resolve(stdout) : reject(error)),
-      );
-      child.stdin?.end(frame("at-once"));
+    const viaCurl = await curl(edge.http2Url, ["content-type: application/grpc", "te: trailers"], frame("at-once"), {
+      http2: true,
+      withBody: false,
     });
-    expect(curl).toMatch(/^grpc-status: 0\r?$/m);
+    expect(viaCurl).toMatch(/^grpc-status: 0\r?$/m);
 
     // Answers without trailers keep theirs.
     const connectAnswer = await rawHttp1({ "content-type": "application/proto" }, requestBytes("at-once"));
@@ -336,5 +318,47 @@ describe("content codings", () => {
       expect(answer.entry?.description).toBe("a long description ".repeat(100));
     }
     expect(codings).toEqual(["gzip", "gzip", "gzip"]);
+  });
+});
+
+/** curl's output for one POST of `body` to the test method: the answer's headers, its body (or not), then any trailers. */
+function curl(url: string, headers: readonly string[], body: Buffer, options: { http2: boolean; withBody: boolean }): Promise<string> {
+  const args = [
+    "-sS",
+    "-D",
+    "-",
+    ...(options.http2 ? ["--http2-prior-knowledge"] : []),
+    ...(options.withBody ? [] : ["-o", "/dev/null"]),
+    ...headers.flatMap((header) => ["-H", header]),
+  ];
+  return new Promise<string>((resolve, reject) => {
+    const child = execFile("curl", [...args, "--data-binary", "@-", `${url}${PATH}`], (error, stdout) =>
+      error === null ? resolve(stdout) : reject(error),
+    );
+    child.stdin?.end(body);
+  });
+}
+
+describe("gRPC-Web text", () => {
+  it("answers in base64 and reads requests sent as several padded base64 chunks", async () => {
+    const whole = frame("text-entry");
+    // A client that base64-encodes each write sends padded chunks one after another.
+    const chunked = Buffer.from(whole.subarray(0, 4).toString("base64") + whole.subarray(4).toString("base64"));
+    expect(chunked.toString()).toMatch(/=[A-Za-z0-9+/]/);
+    for (const body of [Buffer.from(whole.toString("base64")), chunked]) {
+      const viaCurl = await curl(edge.http1Url, ["content-type: application/grpc-web-text", "x-grpc-web: 1"], body, {
+        http2: false,
+        withBody: true,
+      });
+      const [head = "", text = ""] = viaCurl.split(/\r\n\r\n/);
+      expect(head).toMatch(/^content-type: application\/grpc-web-text\r?$/im);
+      const fromCurl = Buffer.from(text, "base64");
+      expect(webTrailers(fromCurl)["grpc-status"]).toBe("0");
+      expect(fromCurl.includes(Buffer.from("text-entry"))).toBe(true);
+
+      const viaHttp2 = await rawHttp2({ "content-type": "application/grpc-web-text", "x-grpc-web": "1" }, body);
+      expect(viaHttp2.headers["content-type"]).toBe("application/grpc-web-text");
+      expect(webTrailers(Buffer.from(viaHttp2.body.toString("latin1"), "base64"))["grpc-status"]).toBe("0");
+    }
   });
 });
