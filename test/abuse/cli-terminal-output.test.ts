@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodePrivateKey, keyPairFromSeed } from "../../src/sdk/index.js";
 import { childEnv, temporaryDirectory } from "../support/child-processes.js";
 import { startRegistryOnFreshDatabase, type FreshRegistry } from "../support/registry-fixture.js";
-import { usesPostgres } from "../support/test-database.js";
+import { usesPostgres, seededDataDirectory } from "../support/test-database.js";
 import { HOSTILE, HOSTILE_TEXT, linesOf, runCliChecked, VISIBLE_TEXT } from "./cli-terminal-bytes.js";
 
 /**
@@ -45,7 +45,12 @@ afterAll(async () => {
 function cli(args: string[], overrides: Record<string, string | undefined> = {}) {
   return runCliChecked(
     args,
-    childEnv({ REGISTRY_URL: fresh.registry.url, REGISTRY_CONFIG_DIR: join(scratch.path, "config"), REGISTRY_SIGNING_KEY: keyText, ...overrides }),
+    childEnv({
+      REGISTRY_URL: fresh.registry.url,
+      REGISTRY_CONFIG_DIR: join(scratch.path, "config"),
+      REGISTRY_SIGNING_KEY: keyText,
+      ...overrides,
+    }),
   );
 }
 
@@ -53,7 +58,10 @@ function cli(args: string[], overrides: Record<string, string | undefined> = {})
 describe("an entry whose description and data carry terminal controls", { timeout: CLI_MS }, () => {
   it("is published, and --json gives back the exact values", async () => {
     const manifest = join(scratch.path, "registry.json");
-    await writeFile(manifest, JSON.stringify({ entryDid: did, entryType: "skill", version: "1.0.0", description: HOSTILE_TEXT, tags: [name], data, contentHash }));
+    await writeFile(
+      manifest,
+      JSON.stringify({ entryDid: did, entryType: "skill", version: "1.0.0", description: HOSTILE_TEXT, tags: [name], data, contentHash }),
+    );
     const published = await cli(["publish", manifest, "--json"]);
     expect(published.code, published.stderr).toBe(0);
     expect(JSON.parse(published.stdout)).toMatchObject({ entryDid: did, description: HOSTILE_TEXT, data });
@@ -118,24 +126,31 @@ describe("an entry whose description and data carry terminal controls", { timeou
   });
 });
 
-it("root-token list shows a description with terminal controls escaped, in its own column", async () => {
-  const dataDir = usesPostgres() ? undefined : await temporaryDirectory("cli-terminal-root-");
-  const env = dataDir === undefined ? { DATABASE_URL: fresh.db.url } : { REGISTRY_DATA_DIR: dataDir.path };
-  try {
-    const created = await cli(["root-token", "create", "--subject", publisherDid, "--scopes", "registry.publish.skill", "--description", HOSTILE_TEXT], env);
-    expect(created.code, created.stderr).toBe(0);
-    const listed = await cli(["root-token", "list"], env);
-    expect(listed.code, listed.stderr).toBe(0);
-    const rows = linesOf(listed.stdout);
-    expect(rows[0]).toMatch(/^ID +SUBJECT +SCOPES +CREATED +REVOKED +DESCRIPTION$/);
-    expect(rows.filter((row) => row.endsWith(VISIBLE_TEXT))).toHaveLength(1);
-    expect(rows.filter((row) => row.includes("did:key:forged"))).toHaveLength(1);
-    const json = await cli(["root-token", "list", "--json"], env);
-    expect(linesOf(json.stdout).map((line) => JSON.parse(line).description)).toContain(HOSTILE_TEXT);
-  } finally {
-    await dataDir?.remove();
-  }
-}, CLI_MS);
+it(
+  "root-token list shows a description with terminal controls escaped, in its own column",
+  async () => {
+    const dataDir = usesPostgres() ? undefined : await seededDataDirectory("cli-terminal-root-");
+    const env = dataDir === undefined ? { DATABASE_URL: fresh.db.url } : { REGISTRY_DATA_DIR: dataDir.path };
+    try {
+      const created = await cli(
+        ["root-token", "create", "--subject", publisherDid, "--scopes", "registry.publish.skill", "--description", HOSTILE_TEXT],
+        env,
+      );
+      expect(created.code, created.stderr).toBe(0);
+      const listed = await cli(["root-token", "list"], env);
+      expect(listed.code, listed.stderr).toBe(0);
+      const rows = linesOf(listed.stdout);
+      expect(rows[0]).toMatch(/^ID +SUBJECT +SCOPES +CREATED +REVOKED +DESCRIPTION$/);
+      expect(rows.filter((row) => row.endsWith(VISIBLE_TEXT))).toHaveLength(1);
+      expect(rows.filter((row) => row.includes("did:key:forged"))).toHaveLength(1);
+      const json = await cli(["root-token", "list", "--json"], env);
+      expect(linesOf(json.stdout).map((line) => JSON.parse(line).description)).toContain(HOSTILE_TEXT);
+    } finally {
+      await dataDir?.remove();
+    }
+  },
+  CLI_MS,
+);
 
 async function waitForLogSize(size: number): Promise<void> {
   for (let attempt = 0; attempt < 400; attempt++) {

@@ -1,16 +1,9 @@
 import http from "node:http";
 import { generateKeyPair, SignJWT } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  childEnv,
-  freePort,
-  runCli,
-  startServerProcess,
-  temporaryDirectory,
-  type ServerProcess,
-} from "../support/child-processes.js";
+import { childEnv, freePort, runCli, startServerProcess, type ServerProcess } from "../support/child-processes.js";
 import { createPublisher, type TestPublisher } from "../support/registry-fixture.js";
-import { createTestDatabase, usesPostgres, type TestDatabase } from "../support/test-database.js";
+import { createTestDatabase, usesPostgres, type TestDatabase, seededDataDirectory } from "../support/test-database.js";
 
 /**
  * `registry serve --role auth` and `--role registry` as two real processes. On Postgres both use
@@ -28,10 +21,7 @@ let publisher: TestPublisher;
 let rootToken: string;
 
 async function createRootToken(env: NodeJS.ProcessEnv): Promise<string> {
-  const created = await runCli(
-    ["root-token", "create", "--subject", publisher.did, "--scopes", "registry.publish.skill"],
-    env,
-  );
+  const created = await runCli(["root-token", "create", "--subject", publisher.did, "--scopes", "registry.publish.skill"], env);
   expect(created.code, created.stderr).toBe(0);
   return created.stdout.trim();
 }
@@ -49,8 +39,8 @@ beforeAll(async () => {
     db = await createTestDatabase();
     authEnv = registryEnv = childEnv({ DATABASE_URL: db.url, AUTH_URL: authUrl });
   } else {
-    const authDir = await temporaryDirectory("registry-auth-");
-    const registryDir = await temporaryDirectory("registry-registry-");
+    const authDir = await seededDataDirectory("registry-auth-");
+    const registryDir = await seededDataDirectory("registry-registry-");
     directories.push(authDir, registryDir);
     authEnv = childEnv({ REGISTRY_DATA_DIR: authDir.path, AUTH_URL: authUrl });
     registryEnv = childEnv({ REGISTRY_DATA_DIR: registryDir.path, AUTH_URL: authUrl });
@@ -164,10 +154,12 @@ describe("serve --role auth and serve --role registry as separate processes", ()
     const agent = new http.Agent({ keepAlive: true });
     for (const server of [auth!, registry!]) {
       const status = await new Promise<number | undefined>((resolve, reject) =>
-        http.get(`${server.url}/healthz`, { agent }, (response) => {
-          response.resume();
-          response.on("end", () => resolve(response.statusCode));
-        }).on("error", reject),
+        http
+          .get(`${server.url}/healthz`, { agent }, (response) => {
+            response.resume();
+            response.on("end", () => resolve(response.statusCode));
+          })
+          .on("error", reject),
       );
       expect(status).toBe(200);
     }

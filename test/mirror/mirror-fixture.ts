@@ -1,7 +1,7 @@
 import type { Knex } from "knex";
 import { expect } from "vitest";
 import { openDatabase, type Database } from "../../src/storage/database.js";
-import { childEnv, runCli, temporaryDirectory, type CliResult } from "../support/child-processes.js";
+import { childEnv, runCli, type CliResult } from "../support/child-processes.js";
 import type { PublishingSetup } from "../support/registry-fixture.js";
 import { createTestDatabase, seededDataDirectory, type TestDatabase } from "../support/test-database.js";
 
@@ -59,7 +59,7 @@ export async function mirrorDatabase(): Promise<MirrorDatabase> {
     };
   }
   // A copy of the run's migrated template when there is one: the mirror process skips initdb.
-  const dir = (await seededDataDirectory("registry-mirror-")) ?? (await temporaryDirectory("registry-mirror-"));
+  const dir = await seededDataDirectory("registry-mirror-");
   return {
     env: { DATABASE_URL: "", REGISTRY_DATA_DIR: dir.path },
     async open() {

@@ -30,15 +30,20 @@ export interface TestDatabase {
 export async function createTestDatabase(): Promise<TestDatabase> {
   const serverUrl = process.env.DATABASE_URL;
   if (serverUrl === undefined || serverUrl === "") {
+    if ((await databaseTemplate())?.kind !== "pglite") {
+      const database = await openDatabase({ dataDir: "memory://" });
+      await migrateToLatest(database);
+      return { database, url: undefined, drop: () => database.close() };
+    }
     const dataDir = await seededDataDirectory("registry-test-");
-    const database = await openDatabase({ dataDir: dataDir?.path ?? "memory://" });
+    const database = await openDatabase({ dataDir: dataDir.path });
     await migrateToLatest(database);
     return {
       database,
       url: undefined,
       async drop() {
         await database.close();
-        await dataDir?.remove();
+        await dataDir.remove();
       },
     };
   }
@@ -61,14 +66,13 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 }
 
 /**
- * A new directory for an embedded database (a test's own, or a child process's REGISTRY_DATA_DIR)
- * holding a copy of the run's migrated template; undefined when the lane made no PGlite template.
+ * A new directory for an embedded database (a test's own, or a child process's REGISTRY_DATA_DIR):
+ * a copy of the run's migrated template when the lane made one, so nothing runs initdb; else empty.
  */
-export async function seededDataDirectory(prefix: string): Promise<{ path: string; remove(): Promise<void> } | undefined> {
-  const template = await databaseTemplate();
-  if (template?.kind !== "pglite") return undefined;
+export async function seededDataDirectory(prefix: string): Promise<{ path: string; remove(): Promise<void> }> {
   const path = await mkdtemp(join(scratchRoot(), prefix));
-  await cp(template.dataDir, path, { recursive: true });
+  const template = await databaseTemplate();
+  if (template?.kind === "pglite") await cp(template.dataDir, path, { recursive: true });
   return { path, remove: () => rm(path, { recursive: true, force: true }) };
 }
 
