@@ -28,6 +28,11 @@ export interface GrpcVariant {
   readonly contentType: string;
 }
 
+/**
+ * gRPC, gRPC-Web and gRPC-Web text in one match, on every request. Not Connect's two
+ * parseContentType functions (one per protocol): each returns a new object per call, and they
+ * refuse media-type parameters other than a JSON charset, which this match lets through.
+ */
 const CONTENT_TYPE = /^application\/grpc(-web(-text)?)?(?:\+(proto|json))?(?:;.*)?$/;
 
 /** Which gRPC variant a content type names, if any (gRPC-Web text carries protobuf only). */
@@ -92,7 +97,6 @@ async function envelopeOf(payload: Uint8Array, encoding: Encoding | undefined): 
   return { frame: encodeEnvelope(COMPRESSED_FLAG, await compress(encoding, payload)), encoding };
 }
 
-/** gRPC-Web's answer: the message frames, then the trailers as a flagged frame of header lines. */
 /** The trailer frame of a call that succeeded and set no trailers of its own. */
 const OK_TRAILER_FRAME = encodeEnvelope(TRAILER_FLAG, Buffer.from("grpc-status: 0\r\n", "latin1"));
 const webBodies = new WeakMap<Buffer, Buffer>();
@@ -104,6 +108,10 @@ function webBodyWithOk(frame: Buffer): Buffer {
   return body;
 }
 
+/**
+ * gRPC-Web's answer: the message frames, then the trailers as a flagged frame of header lines.
+ * Not Connect's trailerSerialize, which takes a Headers object: the answer's trailers are a plain one.
+ */
 function respondWeb(exchange: HttpExchange, variant: GrpcVariant, headers: ResponseHeaders, frames: Buffer[], trailers: ResponseHeaders) {
   const lines = Object.entries(trailers)
     .map(([name, value]) => `${name}: ${String(value)}\r\n`)
