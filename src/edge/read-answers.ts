@@ -1,4 +1,4 @@
-import { create, ScalarType, type DescField, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
+import { create, ScalarType, type DescMethodUnary, type Message } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext } from "@connectrpc/connect";
 import type { ChangeFeed } from "../storage/entry-cache.js";
@@ -60,22 +60,13 @@ interface KeptAnswer {
 const ANSWER_OVERHEAD_BYTES = 768;
 
 /**
- * The key of a request: its method's path and the values of its fields. Only requests made of
- * singular scalar fields have one (see keyFieldsOf), so equal keys are equal requests.
+ * The request-key function of a read: a request's key is its method's path and the values of its
+ * fields, one a line. Only requests made of singular scalar fields, at most one of them text (the
+ * only values that can hold a line break, so a key reads back one way), have one: equal keys are
+ * equal requests. The path is joined once, here, not per call. Throws for a method whose answers
+ * cannot be kept.
  */
-export function requestKey(method: DescMethodUnary, fields: readonly DescField[], request: Message): string {
-  const values = request as unknown as Record<string, unknown>;
-  let key = `/${method.parent.typeName}/${method.name}`;
-  for (const field of fields) key += `\n${String(values[field.localName])}`;
-  return key;
-}
-
-/**
- * The fields a read's key is made of: all of its request's, each a singular scalar or enum, at
- * most one of them text (the only values that can hold the separator, so a key reads back one
- * way). Throws for a method whose answers cannot be kept.
- */
-function keyFieldsOf(method: DescMethodUnary): readonly DescField[] {
+export function requestKeyOf(method: DescMethodUnary): (request: Message) => string {
   if (method.idempotency !== MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS) {
     throw new Error(`${method.parent.typeName}.${method.name}: only unary methods marked NO_SIDE_EFFECTS may have their answers kept`);
   }
@@ -86,7 +77,14 @@ function keyFieldsOf(method: DescMethodUnary): readonly DescField[] {
       `${method.parent.typeName}.${method.name}: a kept answer's request must be scalar fields, at most one of them a string`,
     );
   }
-  return fields;
+  const prefix = `/${method.parent.typeName}/${method.name}\n`;
+  const names = fields.map((field) => field.localName);
+  return (request) => {
+    const values = request as unknown as Record<string, unknown>;
+    let key = prefix;
+    for (const name of names) key += `${String(values[name])}\n`;
+    return key;
+  };
 }
 
 export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
@@ -153,9 +151,9 @@ export function createReadAnswers(options: ReadAnswersOptions): ReadAnswers {
 
   function keeping(read: KeptRead, impl: (request: never, context: HandlerContext) => unknown) {
     const { method } = read;
-    const fields = keyFieldsOf(method);
+    const keyOf = requestKeyOf(method);
     return async (request: Message, context: HandlerContext): Promise<unknown> => {
-      const key = requestKey(method, fields, request);
+      const key = keyOf(request);
       const kept = find(key);
       onRead(kept !== undefined);
       if (kept !== undefined) {
