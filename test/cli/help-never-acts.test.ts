@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { childEnv, runCli, temporaryDirectory } from "../support/child-processes.js";
+import { seededDataDirectory } from "../support/test-database.js";
 
 /**
  * Asking for help must never act: `issuer-key rotate --help` once rotated the issuer's key and
@@ -18,7 +19,18 @@ const env = () => childEnv({ DATABASE_URL: "", REGISTRY_DATA_DIR: `${dataDir.pat
 it.each([
   [["issuer-key", "rotate", "--help"], "issuer-key rotate"],
   [["migrate", "--help"], "migrate"],
-  [["root-token", "create", "--subject", "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK", "--scopes", "registry.publish.skill", "-h"], "root-token create"],
+  [
+    [
+      "root-token",
+      "create",
+      "--subject",
+      "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK",
+      "--scopes",
+      "registry.publish.skill",
+      "-h",
+    ],
+    "root-token create",
+  ],
   [["serve", "--help"], "serve"],
   [["key", "generate", "--out", "KEY_FILE", "--help"], "key generate"],
   [["publish", "manifest.json", "--help"], "publish"],
@@ -59,16 +71,22 @@ it("refuses an unknown command with exit code 2, naming it", async () => {
   expect(result.stderr).toMatch(/unknown command 'frobnicate'/);
 });
 
-it("says in one line that a busy port is busy, and how to choose another", async () => {
+it("says in one line that a busy port is busy, and how to choose another", { timeout: 60_000 }, async () => {
   const net = await import("node:net");
+  // The server opens its database before it listens: a copy of the migrated template skips initdb.
+  const busyDataDir = await seededDataDirectory("help-never-acts-busy-");
   const blocker = net.createServer();
   await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
   const port = (blocker.address() as import("node:net").AddressInfo).port;
   try {
-    const result = await runCli(["serve"], childEnv({ DATABASE_URL: "", REGISTRY_DATA_DIR: `${dataDir.path}/busy`, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "silent" }));
+    const result = await runCli(
+      ["serve"],
+      childEnv({ DATABASE_URL: "", REGISTRY_DATA_DIR: busyDataDir.path, PORT: String(port), HOST: "127.0.0.1", LOG_LEVEL: "silent" }),
+    );
     expect(result.code).toBe(1);
     expect(result.stderr.trim()).toBe(`registry: 127.0.0.1:${port} is already in use; set PORT (and HOST) to listen elsewhere`);
   } finally {
     blocker.close();
+    await busyDataDir.remove();
   }
 });
