@@ -14,6 +14,7 @@ import type { ExchangeLimit } from "./rate-limit-interceptor.js";
 import { writeRestError } from "./rest-transcoder.js";
 import { toConnectError } from "./error-mapping.js";
 import { codeName } from "../transport/status-codes.js";
+import { sseEventBytes, sseEventWriter, type SseEventBytes, type SseEventWriter } from "./sse-event-writer.js";
 import type { StreamAdmission } from "./stream-admission.js";
 
 /** Where the change log is served as Server-Sent Events. */
@@ -48,11 +49,11 @@ export interface ChangeStreamOptions {
 export function createChangeStream(options: ChangeStreamOptions): (exchange: HttpExchange) => Promise<void> {
   // The same record reaches every stream at the head of the log as one object: encoded once, and
   // its bytes shared by every write.
-  const events = new WeakMap<LoggedChange, Buffer>();
-  const eventOf = (change: LoggedChange): Buffer => {
+  const events = new WeakMap<LoggedChange, SseEventBytes>();
+  const eventOf = (change: LoggedChange): SseEventBytes => {
     let event = events.get(change);
     if (event === undefined) {
-      event = Buffer.from(`id: ${change.index}\nevent: change\ndata: ${changeJson(changeMessage(change))}\n\n`);
+      event = sseEventBytes(`id: ${change.index}\nevent: change\ndata: ${changeJson(changeMessage(change))}\n\n`);
       events.set(change, event);
     }
     return event;
@@ -91,7 +92,7 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     const observation = exchange.observation;
     const { req, res } = exchange.nodeObjects();
     // HTTP/1.1's and HTTP/2's responses write alike; their overloads differ only in callbacks.
-    const write = (chunk: string | Buffer): boolean => (res as { write(chunk: string | Buffer): boolean }).write(chunk);
+    const write = (text: string): boolean => (res as { write(chunk: string): boolean }).write(text);
     const stop = new AbortController();
     const end = () => stop.abort();
     res.once("close", end);
@@ -105,7 +106,9 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
     write(": changes\n\n");
     const keepAlive = setInterval(() => write(": keep-alive\n\n"), options.keepAliveMs);
     keepAlive.unref();
-    const sink = responseSink(res, write, eventOf, after, stop.signal, options.stallTimeoutMs);
+    // After the first write: the headers are out.
+    const events = sseEventWriter(res);
+    const sink = responseSink(events, eventOf, after, stop.signal, options.stallTimeoutMs);
     try {
       await options.feed.followChanges(sink, stop.signal);
       observation.code = sink.stalled ? codeName(Code.DeadlineExceeded) : "ok";
@@ -129,15 +132,15 @@ export function createChangeStream(options: ChangeStreamOptions): (exchange: Htt
  * full for `stallTimeoutMs` has stalled.
  */
 function responseSink(
-  res: NodeJS.EventEmitter,
-  write: (chunk: Buffer) => boolean,
-  eventOf: (change: LoggedChange) => Buffer,
+  events: SseEventWriter,
+  eventOf: (change: LoggedChange) => SseEventBytes,
   after: bigint | undefined,
   signal: AbortSignal,
   stallTimeoutMs: number,
 ): ChangeSink & { readonly stalled: boolean } {
   let last = after ?? -1n;
-  let full = false;
+  /** Set while the client's buffers are full: whether they drained, or it stalled. */
+  let drain: Promise<boolean> | undefined;
   let stalled = false;
   return {
     get last() {
@@ -147,20 +150,21 @@ function responseSink(
       return stalled;
     },
     offer(changes) {
-      if (full || signal.aborted) return false;
+      if (drain !== undefined || signal.aborted) return false;
       for (const change of changes) {
         last = change.index;
-        if (write(eventOf(change))) continue;
-        // The event is taken, buffered; the next waits for the client to read.
-        full = true;
+        if (events.write(eventOf(change))) continue;
+        // The event is taken, buffered. Listened for now: the socket may drain within this tick,
+        // before whoever offered gets to wait.
+        drain = drained(events.drains, signal, stallTimeoutMs);
         return false;
       }
       return true;
     },
     async ready() {
-      if (full) {
-        full = false;
-        stalled = !(await drained(res, signal, stallTimeoutMs));
+      if (drain !== undefined) {
+        stalled = !(await drain);
+        drain = undefined;
       }
       return !stalled && !signal.aborted;
     },

@@ -18,7 +18,8 @@ let url: string;
 
 beforeAll(async () => {
   // A stall timeout far past the test's pause: the slow stream must be waited for, not ended.
-  setup = await startPublishingRegistry(["registry.publish.skill"], { streamStallTimeoutMs: 60_000 });
+  // Room for more streams at the head than are written to in one turn.
+  setup = await startPublishingRegistry(["registry.publish.skill"], { streamStallTimeoutMs: 60_000, maxStreamsPerIp: 0 });
   url = setup.registry.url;
   // The streams start after the last record: the log must hold one.
   await publish("slow-follower-first", "1.0.0");
@@ -27,8 +28,8 @@ afterAll(async () => {
   await setup?.close();
 });
 
-async function publish(name: string, version: string): Promise<void> {
-  const entry = await setup.publisher.entry(name, version, { data: { blob: "x".repeat(DATA_BYTES) } });
+async function publish(name: string, version: string, dataBytes = DATA_BYTES): Promise<void> {
+  const entry = await setup.publisher.entry(name, version, { data: { blob: "x".repeat(dataBytes) } });
   const response = await fetch(`${url}/v1/entries`, {
     method: "POST",
     headers: { authorization: `Bearer ${setup.token}`, "content-type": "application/json" },
@@ -91,6 +92,28 @@ describe("a stream at the head whose client stops reading", () => {
       fastRequest.destroy();
       slowStream.close();
       session.close();
+    }
+  });
+});
+
+describe("many streams at the head, each event past a socket's buffer mark", () => {
+  it("all receive every event, including those written in a later turn whose socket drains at once", async () => {
+    const start = await logSize();
+    const bodies: string[] = [];
+    const requests = Array.from({ length: 100 }, (_, i) => {
+      bodies.push("");
+      return http.get(`${url}/v1/changes/stream?after=${start - 1}`, (response) => {
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => (bodies[i] += chunk));
+      });
+    });
+    try {
+      await until(() => (bodies.every((body) => body.startsWith(": changes")) ? "id: 0\n" : ""), 1);
+      // Each event alone fills a socket's buffer mark (16 KiB), so every write reports it full.
+      for (let version = 1; version <= 3; version += 1) await publish("many-at-head", `${version}.0.0`, 20_000);
+      for (const [i] of bodies.entries()) expect(await until(() => bodies[i]!, 3)).toEqual([start, start + 1, start + 2]);
+    } finally {
+      for (const request of requests) request.destroy();
     }
   });
 });
