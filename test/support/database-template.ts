@@ -1,9 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
-import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import { migrateToLatest, openDatabase } from "../../src/storage/database.js";
-import { scratchRoot, usesPostgres, withAdmin, type DatabaseTemplate } from "./test-database.js";
+import { removeOrphanedScratch, scratchDirectory } from "./scratch-directories.js";
+import { usesPostgres, withAdmin, type DatabaseTemplate } from "./test-database.js";
 
 /**
  * Global setup of the lanes that use databases: one migrated database made once per run, which
@@ -17,12 +16,13 @@ export default async function setup(project: TestProject): Promise<() => Promise
 }
 
 async function pgliteTemplate() {
-  const dataDir = await mkdtemp(join(scratchRoot(), "registry-template-"));
-  const database = await openDatabase({ dataDir });
+  await removeOrphanedScratch();
+  const directory = await scratchDirectory("registry-template-");
+  const database = await openDatabase({ dataDir: directory.path });
   await migrateToLatest(database);
   await database.close();
-  const template: DatabaseTemplate = { kind: "pglite", dataDir };
-  return { template, remove: () => rm(dataDir, { recursive: true, force: true }) };
+  const template: DatabaseTemplate = { kind: "pglite", dataDir: directory.path };
+  return { template, remove: directory.remove };
 }
 
 async function postgresTemplate(serverUrl: string) {

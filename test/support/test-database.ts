@@ -1,10 +1,8 @@
 import { randomBytes } from "node:crypto";
-import { accessSync, constants } from "node:fs";
-import { cp, mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { cp } from "node:fs/promises";
 import pg from "pg";
 import { migrateToLatest, openDatabase, type Database } from "../../src/storage/database.js";
+import { scratchDirectory } from "./scratch-directories.js";
 
 /** A migrated database made once per run (database-template.ts), for each test file to copy. */
 export type DatabaseTemplate = { readonly kind: "pglite"; readonly dataDir: string } | { readonly kind: "postgres"; readonly name: string };
@@ -70,10 +68,10 @@ export async function createTestDatabase(): Promise<TestDatabase> {
  * a copy of the run's migrated template when the lane made one, so nothing runs initdb; else empty.
  */
 export async function seededDataDirectory(prefix: string): Promise<{ path: string; remove(): Promise<void> }> {
-  const path = await mkdtemp(join(scratchRoot(), prefix));
+  const directory = await scratchDirectory(prefix);
   const template = await databaseTemplate();
-  if (template?.kind === "pglite") await cp(template.dataDir, path, { recursive: true });
-  return { path, remove: () => rm(path, { recursive: true, force: true }) };
+  if (template?.kind === "pglite") await cp(template.dataDir, directory.path, { recursive: true });
+  return directory;
 }
 
 /** The run's template, provided by the lane's global setup; undefined outside vitest or without one. */
@@ -83,16 +81,6 @@ async function databaseTemplate(): Promise<DatabaseTemplate | undefined> {
     return inject("databaseTemplate");
   } catch {
     return undefined;
-  }
-}
-
-/** Where database copies go: memory-backed /dev/shm when the machine has it, so a copy costs no disk writes. */
-export function scratchRoot(): string {
-  try {
-    accessSync("/dev/shm", constants.W_OK);
-    return "/dev/shm";
-  } catch {
-    return tmpdir();
   }
 }
 
