@@ -142,6 +142,18 @@ function responseSink(
   /** Set while the client's buffers are full: whether they drained, or it stalled. */
   let drain: Promise<boolean> | undefined;
   let stalled = false;
+  /** Writes `changes` until one finds the client's buffers full; whether all found room. */
+  const take = (changes: readonly LoggedChange[]): boolean => {
+    for (const change of changes) {
+      last = change.index;
+      if (events.write(eventOf(change))) continue;
+      // The event is taken, buffered. Listened for now: the socket may drain within this tick,
+      // before whoever offered gets to wait.
+      drain = drained(events.drains, signal, stallTimeoutMs);
+      return false;
+    }
+    return true;
+  };
   return {
     get last() {
       return last;
@@ -151,15 +163,7 @@ function responseSink(
     },
     offer(changes) {
       if (drain !== undefined || signal.aborted) return false;
-      for (const change of changes) {
-        last = change.index;
-        if (events.write(eventOf(change))) continue;
-        // The event is taken, buffered. Listened for now: the socket may drain within this tick,
-        // before whoever offered gets to wait.
-        drain = drained(events.drains, signal, stallTimeoutMs);
-        return false;
-      }
-      return true;
+      return changes.length <= 1 ? take(changes) : events.together(() => take(changes));
     },
     async ready() {
       if (drain !== undefined) {

@@ -21,19 +21,35 @@ export function sseEventBytes(text: string): SseEventBytes {
 export interface SseEventWriter {
   /** Writes the event; false when the client's buffers are full, and `drains` emits "drain" once they empty. */
   write(bytes: SseEventBytes): boolean;
+  /** Runs `writes`, sending what they write together: one system call for several events. */
+  together<T>(writes: () => T): T;
   readonly drains: EventEmitter;
 }
 
 /**
  * How a stream's events reach its client, chosen once its headers are out. A chunked HTTP/1.1
  * response on its socket is written the event's chunk straight to the socket: through the response,
- * every write is framed anew in three pieces and corks the socket until the next tick, which
- * across hundreds of streams per commit cost more than the write itself. HTTP/2, HTTP/1.0 and a
+ * every write is framed anew in three pieces and corks the socket until the next tick, a good part
+ * of what a write to hundreds of streams costs besides the system call. HTTP/2, HTTP/1.0 and a
  * pipelined response still waiting for its socket are written through the response.
  */
 export function sseEventWriter(res: NodeResponse): SseEventWriter {
   const socket = res instanceof ServerResponse && res.chunkedEncoding && res.headersSent ? res.socket : null;
-  if (socket !== null) return { write: (bytes) => socket.write(bytes.chunk), drains: socket };
+  if (socket !== null) {
+    return {
+      write: (bytes) => socket.write(bytes.chunk),
+      together(writes) {
+        socket.cork();
+        try {
+          return writes();
+        } finally {
+          socket.uncork();
+        }
+      },
+      drains: socket,
+    };
+  }
   const response = res as { write(chunk: Buffer): boolean } & EventEmitter;
-  return { write: (bytes) => response.write(bytes.event), drains: response };
+  // A response's writes in one tick already go out together.
+  return { write: (bytes) => response.write(bytes.event), together: (writes) => writes(), drains: response };
 }
