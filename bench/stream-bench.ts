@@ -68,7 +68,9 @@ interface StreamClients {
 }
 
 async function openStreams(url: string, count: number, after: number, firstAddress: number): Promise<StreamClients> {
-  const child = fork("bin/run-ts.js", ["bench/stream-clients.ts", url, String(count), String(after), String(firstAddress)], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+  const child = fork("bin/run-ts.js", ["bench/stream-clients.ts", url, String(count), String(after), String(firstAddress)], {
+    stdio: ["ignore", "inherit", "inherit", "ipc"],
+  });
   await new Promise<void>((resolve, reject) => {
     child.once("message", (message) => (message === "ready" ? resolve() : reject(new Error(`stream clients: ${String(message)}`))));
     child.once("exit", (code) => reject(new Error(`stream clients exited with ${code} before their streams were open`)));
@@ -100,13 +102,21 @@ async function untilDelivered(streams: StreamClients, each: number): Promise<num
 
 const NO_STREAMS: StreamClients = { size: 0, counts: async () => [], close: async () => {} };
 
-async function createsUnder(options: StreamBenchOptions, agent: http.Agent, streams: StreamClients, shape: CreatesUnderStreams["shape"]): Promise<CreatesUnderStreams> {
+async function createsUnder(
+  options: StreamBenchOptions,
+  agent: http.Agent,
+  streams: StreamClients,
+  shape: CreatesUnderStreams["shape"],
+): Promise<CreatesUnderStreams> {
   const count = shape === "open loop" ? options.creates : options.sequentialCreates;
   const bodies = signedBodies(options.publisher, `streams-${shape.replaceAll(" ", "-")}-${streams.size}-${Date.now().toString(36)}`, count);
   const before = await streams.counts();
   const written =
     shape === "open loop"
-      ? await writeOpenLoop(agent, options.url, options.accessToken, bodies, options.rate).then((w) => ({ created: w.createdDids.size, latenciesMs: w.latenciesMs }))
+      ? await writeOpenLoop(agent, options.url, options.accessToken, bodies, options.rate).then((w) => ({
+          created: w.createdDids.size,
+          latenciesMs: w.latenciesMs,
+        }))
       : await writeOneAtATime(agent, options, bodies);
   const after = await untilDelivered(streams, written.created + Math.max(0, ...before));
   const received = after.reduce((sum, count, i) => sum + count - before[i]!, 0);
@@ -121,7 +131,11 @@ async function createsUnder(options: StreamBenchOptions, agent: http.Agent, stre
 }
 
 /** Sends each entry once the one before was answered. */
-async function writeOneAtATime(agent: http.Agent, options: StreamBenchOptions, bodies: readonly string[]): Promise<{ created: number; latenciesMs: readonly number[] }> {
+async function writeOneAtATime(
+  agent: http.Agent,
+  options: StreamBenchOptions,
+  bodies: readonly string[],
+): Promise<{ created: number; latenciesMs: readonly number[] }> {
   const latenciesMs: number[] = [];
   let created = 0;
   for (const body of bodies) {
@@ -137,7 +151,9 @@ async function createsInEachShape(options: StreamBenchOptions, agent: http.Agent
   const runs: CreatesUnderStreams[] = [];
   for (const shape of ["one at a time", "open loop"] as const) {
     const run = await createsUnder(options, agent, streams, shape);
-    options.say(`  ${shape}: p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms (${run.created} created)${streams.size === 0 ? "" : `, delivered ${run.delivered}`}`);
+    options.say(
+      `  ${shape}: p50 ${run.p50Ms} ms, p99 ${run.p99Ms} ms (${run.created} created)${streams.size === 0 ? "" : `, delivered ${run.delivered}`}`,
+    );
     runs.push(run);
   }
   return runs;

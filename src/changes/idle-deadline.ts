@@ -23,7 +23,10 @@ export function createIdleDeadline(ms: number, onExpiry: () => void): IdleDeadli
     timer = undefined;
     if (startedAt === undefined) return;
     const left = startedAt + ms - performance.now();
-    if (left > 0) return arm(left);
+    if (left > 0) {
+      arm(left);
+      return;
+    }
     startedAt = undefined;
     onExpiry();
   }

@@ -54,7 +54,12 @@ export function createLogIntegrator(options: LogIntegratorOptions): LogIntegrato
       const changes = await tree.pendingChanges(batch);
       if (changes.length === 0) return undefined;
       const records = changes.map((change) => ({ index: Number(change.index), bytes: logRecordBytes(change) }));
-      const appended = await appendLeaves(tree.head.size, records.map((record) => hasher.leafHash(record.bytes)), tree, hasher);
+      const appended = await appendLeaves(
+        tree.head.size,
+        records.map((record) => hasher.leafHash(record.bytes)),
+        tree,
+        hasher,
+      );
       const checkpoint = await signCheckpoint({ size: appended.size, root: appended.root }, signer, options.sha256);
       const head = { size: checkpoint.size, root: checkpoint.root };
       await tree.write({ storedHashes: appended.storedHashes, records, head, checkpoint });
@@ -120,7 +125,11 @@ export function createLogIntegrator(options: LogIntegratorOptions): LogIntegrato
 
 /** The checkpoint of `head`, signed with the log's key: a C2SP signed note of its tlog-checkpoint body. */
 async function signCheckpoint(head: TreeHead, signer: NoteSigner, sha256: Sha256): Promise<SignedCheckpoint> {
-  const note = await signNote(formatCheckpoint({ origin: signer.name, size: head.size, rootHash: head.root, extensions: [] }), signer, sha256);
+  const note = await signNote(
+    formatCheckpoint({ origin: signer.name, size: head.size, rootHash: head.root, extensions: [] }),
+    signer,
+    sha256,
+  );
   return { size: head.size, root: head.root, note };
 }
 

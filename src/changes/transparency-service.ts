@@ -40,7 +40,8 @@ export function createTransparencyService(options: TransparencyServiceOptions): 
 
   async function latestCheckpoint(): Promise<SignedCheckpoint> {
     const checkpoint = (await store.latestCheckpoint()) ?? options.emptyTree;
-    if (checkpoint === undefined) throw new UnavailableError("the log has no checkpoint yet: a mirror has one once it has copied its source's");
+    if (checkpoint === undefined)
+      throw new UnavailableError("the log has no checkpoint yet: a mirror has one once it has copied its source's");
     return checkpoint;
   }
 
@@ -74,10 +75,12 @@ export function createTransparencyService(options: TransparencyServiceOptions): 
     async entryProof(did) {
       const parsed = parseEntryDid(did);
       if ("error" in parsed) throw InvalidArgumentError.of("did", parsed.error);
-      if (parsed.version === undefined) throw InvalidArgumentError.of("did", "must name a version (name@version): a proof is of one version's state");
+      if (parsed.version === undefined)
+        throw InvalidArgumentError.of("did", "must name a version (name@version): a proof is of one version's state");
       const checkpoint = await latestCheckpoint();
       const index = await store.lastIntegratedRecordOf(`${parsed.baseDid}@${parsed.version.version}`, checkpoint.size);
-      if (index === undefined) throw new NotFoundError(`no record of ${did} in the log's latest checkpoint (a change is integrated within seconds)`);
+      if (index === undefined)
+        throw new NotFoundError(`no record of ${did} in the log's latest checkpoint (a change is integrated within seconds)`);
       return { ...(await inclusion(index, checkpoint.size)), checkpoint };
     },
   };

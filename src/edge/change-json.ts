@@ -16,7 +16,8 @@ export function changeJson(change: Change): string {
     latestVersion: change.latestVersion,
   };
   const revocation = change.revocation;
-  if (revocation !== undefined) json.revocation = { did: revocation.did, reason: revocation.reason, signature: revocation.signature, signer: revocation.signer };
+  if (revocation !== undefined)
+    json.revocation = { did: revocation.did, reason: revocation.reason, signature: revocation.signature, signer: revocation.signer };
   json.loggedAt = change.loggedAt;
   return JSON.stringify(json);
 }

@@ -15,7 +15,6 @@ export interface ClientConnection {
 
 export type ClientAddressResolver = (connection: ClientConnection) => string;
 
-
 /**
  * Whether an address is one of the proxies in TRUST_PROXY (CIDRs, or proxy-addr's names loopback,
  * linklocal, uniquelocal). The one reading of that setting: the client address, the per-address
@@ -70,7 +69,10 @@ export function addressKey(address: string): string {
   if (groups.slice(0, 5).every((group) => group === 0) && groups[5] === 0xffff) {
     return [groups[6]! >> 8, groups[6]! & 0xff, groups[7]! >> 8, groups[7]! & 0xff].join(".");
   }
-  return `${groups.slice(0, 4).map((group) => group.toString(16)).join(":")}::/64`;
+  return `${groups
+    .slice(0, 4)
+    .map((group) => group.toString(16))
+    .join(":")}::/64`;
 }
 
 /** The eight 16-bit groups of an IPv6 address (zone already removed), or undefined for anything else. */

@@ -2,7 +2,7 @@ import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import { setTimeout as sleep } from "node:timers/promises";
 import {
-  Health,
+  type Health,
   HealthCheckResponseSchema,
   HealthCheckResponse_ServingStatus as ServingStatus,
 } from "../../gen/grpc/health/v1/health_pb.js";
@@ -24,10 +24,7 @@ export interface HealthServiceOptions {
  * grpc-health-probe. `check` reports whether the server can do useful work (e.g. reach its
  * database).
  */
-export function createHealthService(
-  check: () => Promise<boolean>,
-  options: HealthServiceOptions = {},
-): ServiceImpl<typeof Health> {
+export function createHealthService(check: () => Promise<boolean>, options: HealthServiceOptions = {}): ServiceImpl<typeof Health> {
   const known = new Set(["", ...(options.services ?? [])]);
   const interval = options.watchIntervalMs ?? DEFAULT_WATCH_INTERVAL_MS;
 

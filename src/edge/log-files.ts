@@ -46,7 +46,13 @@ export function createLogFiles(options: LogFilesOptions): LogFiles {
       await serve(exchange);
       exchange.observation.code = "ok";
     } catch (error) {
-      await writeRestError(exchange, toConnectError(error, options.log), undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
+      await writeRestError(
+        exchange,
+        toConnectError(error, options.log),
+        undefined,
+        {},
+        negotiateEncoding(exchange.header("accept-encoding")),
+      );
     }
   }
 
@@ -57,10 +63,12 @@ export function createLogFiles(options: LogFilesOptions): LogFiles {
 
   async function serveTile(exchange: HttpExchange): Promise<void> {
     const tile = parseTilePath(exchange.path.slice(1));
-    if (tile === undefined) throw new ConnectError(`${exchange.path} is not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])`, Code.NotFound);
+    if (tile === undefined)
+      throw new ConnectError(`${exchange.path} is not a tile path (tile/<L>/<N>[.p/<W>] or tile/entries/<N>[.p/<W>])`, Code.NotFound);
     const { size } = await transparency.latestCheckpoint();
     const available = tileWidth(tile.kind === "entries" ? 0 : tile.level, tile.index, size);
-    if (tile.width > available) throw new ConnectError(`${exchange.path} is beyond the latest checkpoint's tree (size ${size})`, Code.NotFound);
+    if (tile.width > available)
+      throw new ConnectError(`${exchange.path} is beyond the latest checkpoint's tree (size ${size})`, Code.NotFound);
     const body =
       tile.kind === "entries"
         ? encodeEntryBundle(await store.records(tile.index * TILE_WIDTH, tile.width))

@@ -181,7 +181,8 @@ export function createRefusalReporter(logger: Logger, metrics: RegistryMetrics):
     pending = counts;
     setTimeout(() => {
       pending = undefined;
-      if (Object.keys(counts).length > 0) logger.warn("more connections refused or timed out", { lastMs: REFUSAL_LOG_INTERVAL_MS, byReason: counts });
+      if (Object.keys(counts).length > 0)
+        logger.warn("more connections refused or timed out", { lastMs: REFUSAL_LOG_INTERVAL_MS, byReason: counts });
     }, REFUSAL_LOG_INTERVAL_MS).unref();
   };
 }

@@ -9,10 +9,7 @@
  *   Verb     = ":" LITERAL ;
  */
 
-type Segment =
-  | { readonly kind: "literal"; readonly value: string }
-  | { readonly kind: "any" }
-  | { readonly kind: "rest" };
+type Segment = { readonly kind: "literal"; readonly value: string } | { readonly kind: "any" } | { readonly kind: "rest" };
 
 interface Variable {
   readonly fieldPath: string;
@@ -91,10 +88,7 @@ function segmentOf(part: string, source: string): Segment {
  * by field path, or undefined when the path does not match; throws PathEncodingError when it
  * matches but a variable cannot be decoded.
  */
-export function matchPathTemplate(
-  template: PathTemplate,
-  rawPath: string,
-): Map<string, string> | undefined {
+export function matchPathTemplate(template: PathTemplate, rawPath: string): Map<string, string> | undefined {
   let path = rawPath;
   if (template.verb !== undefined) {
     if (!path.endsWith(`:${template.verb}`)) return undefined;

@@ -49,11 +49,11 @@ export function createRateLimitInterceptor(options: RateLimitInterceptorOptions)
     const headers = await admitAddress(limiter, policy, request.contextValues.get(clientAddressKey));
     try {
       const response = await next(request);
-      headers.forEach((value, key) => response.header.set(key, value));
+      for (const [key, value] of headers) response.header.set(key, value);
       return response;
     } catch (error) {
       // Inner interceptors map every failure to a ConnectError; it carries the headers too.
-      if (error instanceof ConnectError) headers.forEach((value, key) => error.metadata.set(key, value));
+      if (error instanceof ConnectError) for (const [key, value] of headers) error.metadata.set(key, value);
       throw error;
     }
   };
@@ -75,7 +75,7 @@ export function createWriteLimit(limiter: RateLimiter): WriteLimit {
       principal === undefined
         ? await admitAddress(limiter, "writes", context.values.get(clientAddressKey))
         : await admit(limiter, "writes", principal.subject, "publisher");
-    headers.forEach((value, key) => context.responseHeader.set(key, value));
+    for (const [key, value] of headers) context.responseHeader.set(key, value);
   };
 }
 
@@ -88,7 +88,11 @@ export function createWriteLimit(limiter: RateLimiter): WriteLimit {
  */
 export type ExchangeLimit = (exchange: HttpExchange) => Promise<boolean>;
 
-export function createExchangeLimit(limiter: RateLimiter, policy: RateLimitPolicy, resolveClientAddress: ClientAddressResolver): ExchangeLimit {
+export function createExchangeLimit(
+  limiter: RateLimiter,
+  policy: RateLimitPolicy,
+  resolveClientAddress: ClientAddressResolver,
+): ExchangeLimit {
   return async (exchange) => {
     let headers: Headers;
     try {
@@ -98,7 +102,7 @@ export function createExchangeLimit(limiter: RateLimiter, policy: RateLimitPolic
       await writeRestError(exchange, error, undefined, {}, negotiateEncoding(exchange.header("accept-encoding")));
       return false;
     }
-    headers.forEach((value, key) => exchange.setHeader(key, value));
+    for (const [key, value] of headers) exchange.setHeader(key, value);
     return true;
   };
 }

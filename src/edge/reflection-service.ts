@@ -40,10 +40,7 @@ export interface ReflectionServices {
 }
 
 /** The reflection service descriptors, for callers that keep their own list of served services. */
-export const reflectionServiceDescriptors: readonly DescService[] = [
-  ServerReflection,
-  ServerReflectionV1alpha,
-];
+export const reflectionServiceDescriptors: readonly DescService[] = [ServerReflection, ServerReflectionV1alpha];
 
 type ResponseInit = MessageInitShape<typeof ServerReflectionResponseSchema>;
 
@@ -107,9 +104,7 @@ export function createReflectionServices(options: ReflectionOptions): Reflection
         const typeName = req.value.containingType.replace(/^\./, "");
         const extendee = registry.getMessage(typeName);
         const extension = extendee && registry.getExtensionFor(extendee, req.value.extensionNumber);
-        return extension
-          ? fileResponse(extension.file)
-          : notFound(`extension ${req.value.extensionNumber} of ${typeName} not found`);
+        return extension ? fileResponse(extension.file) : notFound(`extension ${req.value.extensionNumber} of ${typeName} not found`);
       }
       case "allExtensionNumbersOfType": {
         const typeName = req.value.replace(/^\./, "");
@@ -150,14 +145,8 @@ export function createReflectionServices(options: ReflectionOptions): Reflection
     // one implementation for both.
     async *serverReflectionInfo(requests) {
       for await (const request of requests) {
-        const v1Request = fromBinary(
-          ServerReflectionRequestSchema,
-          toBinary(ServerReflectionRequestV1alphaSchema, request),
-        );
-        yield fromBinary(
-          ServerReflectionResponseV1alphaSchema,
-          toBinary(ServerReflectionResponseSchema, answer(v1Request)),
-        );
+        const v1Request = fromBinary(ServerReflectionRequestSchema, toBinary(ServerReflectionRequestV1alphaSchema, request));
+        yield fromBinary(ServerReflectionResponseV1alphaSchema, toBinary(ServerReflectionResponseSchema, answer(v1Request)));
       }
     },
   };
@@ -169,10 +158,7 @@ export function createReflectionServices(options: ReflectionOptions): Reflection
  * Registers both reflection versions on the router. `services` are the other services the router
  * serves (include Health if it is registered); returns the names list_services reports.
  */
-export function registerReflection(
-  router: ConnectRouter,
-  services: readonly DescService[],
-): readonly string[] {
+export function registerReflection(router: ConnectRouter, services: readonly DescService[]): readonly string[] {
   const reflection = createReflectionServices({ services });
   router.service(ServerReflection, reflection.v1);
   router.service(ServerReflectionV1alpha, reflection.v1alpha);
@@ -197,13 +183,11 @@ function buildRegistry(services: readonly DescService[]): FileRegistry {
   const visit = (file: DescFile): void => {
     if (seen.has(file.proto.name)) return;
     seen.add(file.proto.name);
-    file.dependencies.forEach(visit);
+    for (const dependency of file.dependencies) visit(dependency);
     ordered.push(file);
   };
-  services.forEach((service) => visit(service.file));
-  return createFileRegistry(
-    create(FileDescriptorSetSchema, { file: ordered.map((f) => f.proto) }),
-  );
+  for (const service of services) visit(service.file);
+  return createFileRegistry(create(FileDescriptorSetSchema, { file: ordered.map((f) => f.proto) }));
 }
 
 function transitiveFiles(root: DescFile): DescFile[] {
@@ -234,10 +218,7 @@ function fileOfSymbol(registry: FileRegistry, symbol: string): DescFile | undefi
     case "service":
       return parent.methods.some((m) => m.name === member) ? parent.file : undefined;
     case "message":
-      return parent.fields.some((f) => f.name === member) ||
-        parent.oneofs.some((o) => o.name === member)
-        ? parent.file
-        : undefined;
+      return parent.fields.some((f) => f.name === member) || parent.oneofs.some((o) => o.name === member) ? parent.file : undefined;
     default:
       return undefined;
   }

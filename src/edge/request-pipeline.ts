@@ -6,7 +6,14 @@ import { handResponseToAdapter } from "./feed-stream-guard.js";
 import { applyCors } from "./cors.js";
 import type { LogFiles } from "./log-files.js";
 import type { ErrorLogger } from "./error-mapping.js";
-import { exchangeFromNode, exchangeFromStream, type ExchangeHooks, type HttpExchange, type NodeRequest, type NodeResponse } from "../transport/http-exchange.js";
+import {
+  exchangeFromNode,
+  exchangeFromStream,
+  type ExchangeHooks,
+  type HttpExchange,
+  type NodeRequest,
+  type NodeResponse,
+} from "../transport/http-exchange.js";
 import { handToAdapter, type CallObserver } from "./observability.js";
 import { createApiDocs } from "./openapi/api-docs.js";
 import { createOpenApiDocument } from "./openapi/openapi-document.js";
@@ -120,7 +127,8 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
       return undefined;
     }
     if (RPC_PATH.test(path) && answerUnknownMethod(exchange, path, contentType)) return undefined;
-    if (path === CHANGE_STREAM_PATH && exchange.method === "GET" && options.changeStream !== undefined) return options.changeStream(exchange);
+    if (path === CHANGE_STREAM_PATH && exchange.method === "GET" && options.changeStream !== undefined)
+      return options.changeStream(exchange);
     const logFile = options.logFiles?.(exchange);
     if (logFile !== undefined) return logFile;
     return options.rest.handle(exchange);

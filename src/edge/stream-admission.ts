@@ -30,10 +30,16 @@ export function createStreamAdmission(caps: StreamCaps): StreamAdmission {
       const key = addressKey(address);
       const mine = byAddress.get(key) ?? 0;
       if (caps.total > 0 && size >= caps.total) {
-        throw new ConnectError(`too many change streams open on this server (at most ${caps.total}); retry later, or read pages of GET /v1/changes`, Code.ResourceExhausted);
+        throw new ConnectError(
+          `too many change streams open on this server (at most ${caps.total}); retry later, or read pages of GET /v1/changes`,
+          Code.ResourceExhausted,
+        );
       }
       if (caps.perAddress > 0 && mine >= caps.perAddress) {
-        throw new ConnectError(`too many change streams open from this client address (at most ${caps.perAddress}); close one first`, Code.ResourceExhausted);
+        throw new ConnectError(
+          `too many change streams open from this client address (at most ${caps.perAddress}); close one first`,
+          Code.ResourceExhausted,
+        );
       }
       byAddress.set(key, mine + 1);
       size += 1;

@@ -23,7 +23,7 @@ export function findProtoKeyInJson(json: unknown): string | undefined {
     if (typeof value !== "object" || value === null) continue;
     const children: { value: unknown; at: PathLink }[] = [];
     if (Array.isArray(value)) {
-      value.forEach((item, index) => children.push({ value: item, at: { parent: at, segment: index } }));
+      for (const [index, item] of value.entries()) children.push({ value: item, at: { parent: at, segment: index } });
     } else {
       for (const key of Object.keys(value)) {
         if (key === PROTO_KEY) return formatFieldPath("", pathOf({ parent: at, segment: key }));

@@ -1,5 +1,5 @@
 import type { ServiceImpl } from "@connectrpc/connect";
-import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
+import type { TokenService } from "../../gen/auth/v1/token_service_pb.js";
 import type { TokenIssuer } from "../auth/token-issuer.js";
 import { notePrincipal } from "./observability.js";
 

@@ -10,7 +10,10 @@ export interface PublishedLogKey {
 }
 
 /** The transparency log's checkpoints, key and proofs on every protocol. */
-export function createTransparencyLogServiceImpl(log: TransparencyService, key: PublishedLogKey): ServiceImpl<typeof TransparencyLogService> {
+export function createTransparencyLogServiceImpl(
+  log: TransparencyService,
+  key: PublishedLogKey,
+): ServiceImpl<typeof TransparencyLogService> {
   return {
     async getCheckpoint() {
       const checkpoint = await log.latestCheckpoint();

@@ -5,12 +5,7 @@ import { parseEntryDid, type EntryDid } from "../domain/entry-did.js";
 import { validateEntry, type EntryInput } from "../domain/entry-rules.js";
 import { textProblem } from "../domain/json-input.js";
 import { entrySigningPayload, revocationSigningPayload } from "../domain/signing-payload.js";
-import {
-  InvalidArgumentError,
-  NotFoundError,
-  PermissionDeniedError,
-  ViolationList,
-} from "../errors.js";
+import { InvalidArgumentError, NotFoundError, PermissionDeniedError, ViolationList } from "../errors.js";
 import type { EntryRepository, EntryVersionSummary, StoredEntry } from "./entry-repository.js";
 
 export const MAX_REASON_CHARS = 500;
@@ -49,9 +44,7 @@ export function createEntryService(options: EntryServiceOptions) {
       throw InvalidArgumentError.of("signature", "signature does not verify");
     }
     if (!canPublish(principal, entry.entryType)) {
-      throw new PermissionDeniedError(
-        `token lacks scope registry.publish.${entry.entryType} needed to publish this entry`,
-      );
+      throw new PermissionDeniedError(`token lacks scope registry.publish.${entry.entryType} needed to publish this entry`);
     }
     if (principal.subject !== entry.publisherDid) {
       throw new PermissionDeniedError("token subject is not the entry's publisherDid");
@@ -83,9 +76,7 @@ export function createEntryService(options: EntryServiceOptions) {
     const parsed = await checkRevokeRequest(principal, request);
     const owner = await repository.findOwner(parsed.baseDid);
     if (owner === undefined) throw new NotFoundError(`no entry ${request.did}`);
-    const mayRevoke =
-      isAdmin(principal) ||
-      (principal.subject === owner.publisherDid && canPublish(principal, owner.entryType));
+    const mayRevoke = isAdmin(principal) || (principal.subject === owner.publisherDid && canPublish(principal, owner.entryType));
     if (!mayRevoke) {
       throw new PermissionDeniedError(
         `only the publisher with registry.publish.${owner.entryType}, or registry.admin, may revoke this entry`,

@@ -38,7 +38,7 @@ export type EntryRow = CatalogueColumns & StorageColumns;
  * entry fills. The function is called with named arguments built from these keys, and a test
  * holds them to the function's signature in the database.
  */
-export type CreateEntryArguments = Omit<EntryRow, RegistryColumn> ;
+export type CreateEntryArguments = Omit<EntryRow, RegistryColumn>;
 type RegistryColumn = Extract<EntryField, { setBy: "registry" }>["column"];
 
 const FROM_COLUMN: { readonly [K in FieldKind]: (value: ColumnValues[K]) => unknown } = {
@@ -81,14 +81,19 @@ export function createArgumentsOf(entry: ValidEntry): CreateEntryArguments {
 
 /** The row a create wrote, completed with what the function assigned and the defaults of a new entry. */
 export function createdRow(created: CreateEntryArguments, assigned: { sequence: string; isLatest: boolean }): EntryRow {
-  return { ...created, sequence: assigned.sequence, status: "active", revoked_at: null, revocation_reason: null, is_latest: assigned.isLatest };
+  return {
+    ...created,
+    sequence: assigned.sequence,
+    status: "active",
+    revoked_at: null,
+    revocation_reason: null,
+    is_latest: assigned.isLatest,
+  };
 }
 
 export const VERSION_SUMMARY_COLUMNS = ["version", "entry_did", "status", "published_at", "sequence"] as const;
 
-export function versionSummaryFromRow(
-  row: Pick<EntryRow, (typeof VERSION_SUMMARY_COLUMNS)[number]>,
-): EntryVersionSummary {
+export function versionSummaryFromRow(row: Pick<EntryRow, (typeof VERSION_SUMMARY_COLUMNS)[number]>): EntryVersionSummary {
   return {
     version: row.version,
     entryDid: row.entry_did,

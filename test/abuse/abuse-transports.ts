@@ -39,7 +39,13 @@ export function objectWithKeys(entries: readonly (readonly [string, AbuseValue])
 
 export type AbuseCall =
   | { readonly method: "CreateEntry"; readonly entry: AbuseValue; readonly token: string }
-  | { readonly method: "RevokeEntry"; readonly did: string; readonly reason: AbuseValue; readonly signature: string; readonly token: string }
+  | {
+      readonly method: "RevokeEntry";
+      readonly did: string;
+      readonly reason: AbuseValue;
+      readonly signature: string;
+      readonly token: string;
+    }
   | { readonly method: "DiscoverEntries"; readonly body: AbuseValue }
   | { readonly method: "QueryEntries"; readonly body: AbuseValue };
 
@@ -70,7 +76,11 @@ async function sendRest(baseUrl: string, call: AbuseCall): Promise<CallResult> {
     CreateEntry: () => ({ method: "POST", path: "/v1/entries", body: (call as { entry: AbuseValue }).entry }),
     RevokeEntry: () => {
       const revoke = call as Extract<AbuseCall, { method: "RevokeEntry" }>;
-      return { method: "DELETE", path: `/v1/entries/${encodeURIComponent(revoke.did)}`, body: { reason: revoke.reason, signature: revoke.signature } as AbuseValue };
+      return {
+        method: "DELETE",
+        path: `/v1/entries/${encodeURIComponent(revoke.did)}`,
+        body: { reason: revoke.reason, signature: revoke.signature } as AbuseValue,
+      };
     },
     DiscoverEntries: () => ({ method: "POST", path: "/v1/discover", body: requestValue(call) }),
     QueryEntries: () => ({ method: "POST", path: "/v1/discover/ql", body: requestValue(call) }),
@@ -110,7 +120,9 @@ export function jsonText(value: AbuseValue): string {
   if (typeof value === "number" && !Number.isFinite(value)) throw new Error(`JSON cannot carry ${value}; send it on a binary transport`);
   if (value === null || typeof value !== "object") return JSON.stringify(value);
   if (Array.isArray(value)) return `[${value.map(jsonText).join(",")}]`;
-  return `{${Object.keys(value).map((key) => `${JSON.stringify(key)}:${jsonText(value[key]!)}`).join(",")}}`;
+  return `{${Object.keys(value)
+    .map((key) => `${JSON.stringify(key)}:${jsonText(value[key]!)}`)
+    .join(",")}}`;
 }
 
 /**
@@ -124,7 +136,9 @@ function sendBinary(transport: "connect" | "grpc-web" | "grpc", baseUrl: string,
   const method = RegistryService.method[lowerFirst(call.method) as keyof typeof RegistryService.method];
   const request = messageCarrying(method.input, encodedRequest(method.input, requestValue(call)));
   const token = tokenOf(call);
-  return transport === "grpc" ? sendGrpc(baseUrl, call.method, request, token) : sendConnect(transport, baseUrl, call.method, request, token);
+  return transport === "grpc"
+    ? sendGrpc(baseUrl, call.method, request, token)
+    : sendConnect(transport, baseUrl, call.method, request, token);
 }
 
 /** The request's protobuf bytes, "__proto__" keys included. */
@@ -157,12 +171,18 @@ function replaceAll(bytes: Uint8Array, from: Uint8Array, to: Uint8Array): Uint8A
   return out;
 }
 
-async function sendConnect(transport: "connect" | "grpc-web", baseUrl: string, method: string, request: Message, token?: string): Promise<CallResult> {
+async function sendConnect(
+  transport: "connect" | "grpc-web",
+  baseUrl: string,
+  method: string,
+  request: Message,
+  token?: string,
+): Promise<CallResult> {
   const options = { baseUrl, httpVersion: "1.1" as const, useBinaryFormat: true };
-  const client = createClient(RegistryService, transport === "connect" ? createConnectTransport(options) : createGrpcWebTransport(options)) as unknown as Record<
-    string,
-    (request: unknown, options: unknown) => Promise<unknown>
-  >;
+  const client = createClient(
+    RegistryService,
+    transport === "connect" ? createConnectTransport(options) : createGrpcWebTransport(options),
+  ) as unknown as Record<string, (request: unknown, options: unknown) => Promise<unknown>>;
   try {
     const body = await client[lowerFirst(method)]!(request, { headers: token === undefined ? {} : { authorization: `Bearer ${token}` } });
     return { code: "ok", body, message: "", fields: [] };

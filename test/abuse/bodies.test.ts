@@ -8,9 +8,28 @@ import {
 } from "../../gen/registry/v1/registry_service_pb.js";
 import { startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import type { Protocol } from "../support/protocol-clients.js";
-import { BINARY_TRANSPORTS, encodedRequest, JSON_TRANSPORTS, jsonText, objectWithKeys, TRANSPORTS, type Transport } from "./abuse-transports.js";
+import {
+  BINARY_TRANSPORTS,
+  encodedRequest,
+  JSON_TRANSPORTS,
+  jsonText,
+  objectWithKeys,
+  TRANSPORTS,
+  type Transport,
+} from "./abuse-transports.js";
 import { expectClientError, expectStillServing, timed } from "./client-error.js";
-import { callRaw, envelope, http1Request, http2Request, httpOutcome, outcomeOf, RPC_PATH, type RegistryMethod, type RpcBody, type WireOutcome } from "./raw-wire.js";
+import {
+  callRaw,
+  envelope,
+  http1Request,
+  http2Request,
+  httpOutcome,
+  outcomeOf,
+  RPC_PATH,
+  type RegistryMethod,
+  type RpcBody,
+  type WireOutcome,
+} from "./raw-wire.js";
 
 /**
  * Request bodies no client should send, on every protocol that can carry them: over the size
@@ -48,7 +67,13 @@ afterAll(async () => {
 });
 
 /** The protocol whose ordinary client checks the server after a case on this transport. */
-const FOLLOW_UP: Record<Transport, Protocol> = { rest: "rest", "connect-json": "connect", connect: "connect", "grpc-web": "grpc-web", grpc: "grpc" };
+const FOLLOW_UP: Record<Transport, Protocol> = {
+  rest: "rest",
+  "connect-json": "connect",
+  connect: "connect",
+  "grpc-web": "grpc-web",
+  grpc: "grpc",
+};
 
 interface BodyCase {
   readonly name: string;
@@ -86,15 +111,53 @@ function withUnknownPadding(message: Uint8Array, size: number): Uint8Array {
 
 const FAR_OVER = 8 * 1024 * 1024;
 
-const sized = (size: number, framing: RpcBody["framing"]) => (transport: Transport): RpcBody => ({ body: discoverOfSize(transport, size), framing });
+const sized =
+  (size: number, framing: RpcBody["framing"]) =>
+  (transport: Transport): RpcBody => ({ body: discoverOfSize(transport, size), framing });
 
 const SIZE_CASES: readonly BodyCase[] = [
-  { name: "a body of exactly the limit (control)", method: "DiscoverEntries", on: TRANSPORTS, expect: "ok", send: sized(MAX_BODY, "length") },
-  { name: "a body exactly at the limit, chunked (control)", method: "DiscoverEntries", on: TRANSPORTS, expect: "ok", send: sized(MAX_BODY, "chunked") },
-  { name: "a body one byte over the limit, with a content-length", method: "DiscoverEntries", on: TRANSPORTS, expect: "resource_exhausted", send: sized(MAX_BODY + 1, "length") },
-  { name: "a body one byte over the limit, chunked", method: "DiscoverEntries", on: TRANSPORTS, expect: "resource_exhausted", send: sized(MAX_BODY + 1, "chunked") },
-  { name: "a body of 8 MiB, with a content-length", method: "DiscoverEntries", on: TRANSPORTS, expect: "resource_exhausted", send: sized(FAR_OVER, "length") },
-  { name: "a body of 8 MiB, chunked", method: "DiscoverEntries", on: TRANSPORTS, expect: "resource_exhausted", send: sized(FAR_OVER, "chunked") },
+  {
+    name: "a body of exactly the limit (control)",
+    method: "DiscoverEntries",
+    on: TRANSPORTS,
+    expect: "ok",
+    send: sized(MAX_BODY, "length"),
+  },
+  {
+    name: "a body exactly at the limit, chunked (control)",
+    method: "DiscoverEntries",
+    on: TRANSPORTS,
+    expect: "ok",
+    send: sized(MAX_BODY, "chunked"),
+  },
+  {
+    name: "a body one byte over the limit, with a content-length",
+    method: "DiscoverEntries",
+    on: TRANSPORTS,
+    expect: "resource_exhausted",
+    send: sized(MAX_BODY + 1, "length"),
+  },
+  {
+    name: "a body one byte over the limit, chunked",
+    method: "DiscoverEntries",
+    on: TRANSPORTS,
+    expect: "resource_exhausted",
+    send: sized(MAX_BODY + 1, "chunked"),
+  },
+  {
+    name: "a body of 8 MiB, with a content-length",
+    method: "DiscoverEntries",
+    on: TRANSPORTS,
+    expect: "resource_exhausted",
+    send: sized(FAR_OVER, "length"),
+  },
+  {
+    name: "a body of 8 MiB, chunked",
+    method: "DiscoverEntries",
+    on: TRANSPORTS,
+    expect: "resource_exhausted",
+    send: sized(FAR_OVER, "chunked"),
+  },
   {
     name: "a content-length of 1 GiB, of which nothing is sent",
     method: "DiscoverEntries",
@@ -201,15 +264,21 @@ async function createBody(transport: Transport, entry: Record<string, unknown>, 
 const withToken = (body: RpcBody): RpcBody => ({ ...body, headers: { ...body.headers, authorization: `Bearer ${token}` } });
 
 /** A create whose data is this JSON text (JSON transports) or these Struct bytes (binary ones). */
-const createWithData = (json: string, bytes: () => Uint8Array) => async (transport: Transport): Promise<RpcBody> => {
-  const entry = await publisher.entry("abuse-bodies-deep", "1.0.0");
-  if (JSON_TRANSPORTS.includes(transport)) return withToken(await createBody(transport, entry, json));
-  return withToken({ body: await createWithDataBytes(bytes()) });
-};
+const createWithData =
+  (json: string, bytes: () => Uint8Array) =>
+  async (transport: Transport): Promise<RpcBody> => {
+    const entry = await publisher.entry("abuse-bodies-deep", "1.0.0");
+    if (JSON_TRANSPORTS.includes(transport)) return withToken(await createBody(transport, entry, json));
+    return withToken({ body: await createWithDataBytes(bytes()) });
+  };
 
 /** A discover with one condition whose value is this JSON text or these Value bytes. */
-const conditionValue = (json: string, bytes: () => Uint8Array) => (transport: Transport): RpcBody =>
-  JSON_TRANSPORTS.includes(transport) ? { body: `{"conditions":[{"field":"data.a","op":"=","value":${json}}]}` } : { body: discoverWithValueBytes(bytes()) };
+const conditionValue =
+  (json: string, bytes: () => Uint8Array) =>
+  (transport: Transport): RpcBody =>
+    JSON_TRANSPORTS.includes(transport)
+      ? { body: `{"conditions":[{"field":"data.a","op":"=","value":${json}}]}` }
+      : { body: discoverWithValueBytes(bytes()) };
 
 /** `depth` nested unknown groups (wire type 3), which a decoder must skip without recursing forever. */
 function nestedGroups(depth: number): Buffer {
@@ -310,41 +379,139 @@ const resolveJson = JSON.stringify({ did: SEEDED });
 const resolveProto = () => toBinary(ResolveEntryRequestSchema, create(ResolveEntryRequestSchema, { did: SEEDED }));
 
 /** A resolve with this content type: the JSON form, or the binary one where the type names protobuf. */
-const resolveAs = (contentType: string | null, body: () => Uint8Array | string = () => resolveJson) => (): RpcBody => ({ body: body(), contentType });
+const resolveAs =
+  (contentType: string | null, body: () => Uint8Array | string = () => resolveJson) =>
+  (): RpcBody => ({ body: body(), contentType });
 
 const CONTENT_TYPE_CASES: readonly BodyCase[] = [
   { name: "text/plain on an RPC path", method: "ResolveEntry", on: ["connect-json"], send: resolveAs("text/plain") },
   { name: "no content type on an RPC path", method: "ResolveEntry", on: ["connect-json"], send: resolveAs(null) },
-  { name: "application/xml on an RPC path", method: "ResolveEntry", on: ["connect-json"], send: resolveAs("application/xml", () => `<did>${SEEDED}</did>`) },
-  { name: "a form on an RPC path", method: "ResolveEntry", on: ["connect-json"], send: resolveAs("application/x-www-form-urlencoded", () => `did=${encodeURIComponent(SEEDED)}`) },
-  { name: "multipart on an RPC path", method: "ResolveEntry", on: ["connect-json"], send: resolveAs("multipart/form-data; boundary=x", () => `--x\r\n\r\n${resolveJson}\r\n--x--\r\n`) },
-  { name: "JSON with a latin-1 charset", method: "ResolveEntry", on: ["connect-json"], send: resolveAs("application/json; charset=iso-8859-1") },
-  { name: "Connect's streaming JSON type on a unary method", method: "ResolveEntry", on: ["connect-json"], send: resolveAs("application/connect+json") },
-  { name: "gRPC-Web text with JSON, which it cannot carry", method: "ResolveEntry", on: ["connect-json"], send: resolveAs("application/grpc-web-text+json") },
-  { name: "protobuf bytes labelled JSON", method: "ResolveEntry", on: ["connect-json"], expect: "invalid_argument", send: resolveAs("application/json", resolveProto) },
-  { name: "JSON text labelled protobuf", method: "ResolveEntry", on: ["connect"], expect: "invalid_argument", send: resolveAs("application/proto") },
-  { name: "JSON text in a gRPC-Web protobuf frame", method: "ResolveEntry", on: ["grpc-web"], expect: "invalid_argument", send: () => ({ body: resolveJson }) },
-  { name: "JSON text in a gRPC protobuf frame", method: "ResolveEntry", on: ["grpc"], expect: "invalid_argument", send: () => ({ body: resolveJson }) },
-  { name: "a REST body in XML", method: "DiscoverEntries", on: ["rest"], expect: "invalid_argument", send: () => ({ body: "<discover/>", contentType: "application/xml" }) },
-  { name: "a REST body in protobuf", method: "DiscoverEntries", on: ["rest"], expect: "invalid_argument", send: () => ({ body: toBinary(DiscoverEntriesRequestSchema, create(DiscoverEntriesRequestSchema, { entryType: "skill" })), contentType: "application/proto" }) },
+  {
+    name: "application/xml on an RPC path",
+    method: "ResolveEntry",
+    on: ["connect-json"],
+    send: resolveAs("application/xml", () => `<did>${SEEDED}</did>`),
+  },
+  {
+    name: "a form on an RPC path",
+    method: "ResolveEntry",
+    on: ["connect-json"],
+    send: resolveAs("application/x-www-form-urlencoded", () => `did=${encodeURIComponent(SEEDED)}`),
+  },
+  {
+    name: "multipart on an RPC path",
+    method: "ResolveEntry",
+    on: ["connect-json"],
+    send: resolveAs("multipart/form-data; boundary=x", () => `--x\r\n\r\n${resolveJson}\r\n--x--\r\n`),
+  },
+  {
+    name: "JSON with a latin-1 charset",
+    method: "ResolveEntry",
+    on: ["connect-json"],
+    send: resolveAs("application/json; charset=iso-8859-1"),
+  },
+  {
+    name: "Connect's streaming JSON type on a unary method",
+    method: "ResolveEntry",
+    on: ["connect-json"],
+    send: resolveAs("application/connect+json"),
+  },
+  {
+    name: "gRPC-Web text with JSON, which it cannot carry",
+    method: "ResolveEntry",
+    on: ["connect-json"],
+    send: resolveAs("application/grpc-web-text+json"),
+  },
+  {
+    name: "protobuf bytes labelled JSON",
+    method: "ResolveEntry",
+    on: ["connect-json"],
+    expect: "invalid_argument",
+    send: resolveAs("application/json", resolveProto),
+  },
+  {
+    name: "JSON text labelled protobuf",
+    method: "ResolveEntry",
+    on: ["connect"],
+    expect: "invalid_argument",
+    send: resolveAs("application/proto"),
+  },
+  {
+    name: "JSON text in a gRPC-Web protobuf frame",
+    method: "ResolveEntry",
+    on: ["grpc-web"],
+    expect: "invalid_argument",
+    send: () => ({ body: resolveJson }),
+  },
+  {
+    name: "JSON text in a gRPC protobuf frame",
+    method: "ResolveEntry",
+    on: ["grpc"],
+    expect: "invalid_argument",
+    send: () => ({ body: resolveJson }),
+  },
+  {
+    name: "a REST body in XML",
+    method: "DiscoverEntries",
+    on: ["rest"],
+    expect: "invalid_argument",
+    send: () => ({ body: "<discover/>", contentType: "application/xml" }),
+  },
+  {
+    name: "a REST body in protobuf",
+    method: "DiscoverEntries",
+    on: ["rest"],
+    expect: "invalid_argument",
+    send: () => ({
+      body: toBinary(DiscoverEntriesRequestSchema, create(DiscoverEntriesRequestSchema, { entryType: "skill" })),
+      contentType: "application/proto",
+    }),
+  },
 ];
 
 const EMPTY_CASES: readonly BodyCase[] = [
   { name: "an empty create body", method: "CreateEntry", on: TRANSPORTS, expect: "invalid_argument", send: () => withToken({ body: "" }) },
-  { name: "an empty query body", method: "QueryEntries", on: TRANSPORTS, expect: "invalid_argument", field: ["query"], send: () => ({ body: "" }) },
-  { name: "an empty JSON object as a create body", method: "CreateEntry", on: JSON_TRANSPORTS, expect: "invalid_argument", send: () => withToken({ body: "{}" }) },
-  { name: "only whitespace", method: "DiscoverEntries", on: JSON_TRANSPORTS, expect: "invalid_argument", send: () => ({ body: " \r\n\t " }) },
+  {
+    name: "an empty query body",
+    method: "QueryEntries",
+    on: TRANSPORTS,
+    expect: "invalid_argument",
+    field: ["query"],
+    send: () => ({ body: "" }),
+  },
+  {
+    name: "an empty JSON object as a create body",
+    method: "CreateEntry",
+    on: JSON_TRANSPORTS,
+    expect: "invalid_argument",
+    send: () => withToken({ body: "{}" }),
+  },
+  {
+    name: "only whitespace",
+    method: "DiscoverEntries",
+    on: JSON_TRANSPORTS,
+    expect: "invalid_argument",
+    send: () => ({ body: " \r\n\t " }),
+  },
   { name: "JSON null", method: "DiscoverEntries", on: JSON_TRANSPORTS, expect: "invalid_argument", send: () => ({ body: "null" }) },
   // An empty discover is a valid request (every entry, newest first) on every protocol.
-  { name: "an empty discover body (control: the empty message is valid)", method: "DiscoverEntries", on: ["rest", "connect-json", "connect"], expect: "ok", send: () => ({ body: "" }) },
+  {
+    name: "an empty discover body (control: the empty message is valid)",
+    method: "DiscoverEntries",
+    on: ["rest", "connect-json", "connect"],
+    expect: "ok",
+    send: () => ({ body: "" }),
+  },
 ];
 
 /** A create whose entry JSON text is built by `edit` from a freshly signed entry's. */
-const editedCreate = (name: string, edit: (text: string) => string, fields: Record<string, unknown> = {}) => async (transport: Transport): Promise<RpcBody> => {
-  const entry = await publisher.entry(`${name}-${transport}`, "1.0.0", fields);
-  const text = edit(JSON.stringify(entry));
-  return withToken({ body: transport === "rest" ? text : `{"entry":${text}}` });
-};
+const editedCreate =
+  (name: string, edit: (text: string) => string, fields: Record<string, unknown> = {}) =>
+  async (transport: Transport): Promise<RpcBody> => {
+    const entry = await publisher.entry(`${name}-${transport}`, "1.0.0", fields);
+    const text = edit(JSON.stringify(entry));
+    return withToken({ body: transport === "rest" ? text : `{"entry":${text}}` });
+  };
 
 const DUPLICATE_KEY_CASES: readonly BodyCase[] = [
   {
@@ -353,7 +520,11 @@ const DUPLICATE_KEY_CASES: readonly BodyCase[] = [
     on: JSON_TRANSPORTS,
     expect: "invalid_argument",
     field: ["signature"],
-    send: editedCreate("abuse-dup-first", (text) => text.replace('"description":"signed"', '"description":"signed","description":"changed"'), { description: "signed" }),
+    send: editedCreate(
+      "abuse-dup-first",
+      (text) => text.replace('"description":"signed"', '"description":"signed","description":"changed"'),
+      { description: "signed" },
+    ),
   },
   {
     name: "a duplicate data key, signed over the first value",
@@ -368,7 +539,9 @@ const DUPLICATE_KEY_CASES: readonly BodyCase[] = [
     method: "CreateEntry",
     on: JSON_TRANSPORTS,
     expect: "invalid_argument",
-    send: editedCreate("abuse-dup-names", (text) => text.replace('"contentHash":', `"content_hash":"sha256:${"cd".repeat(32)}","contentHash":`)),
+    send: editedCreate("abuse-dup-names", (text) =>
+      text.replace('"contentHash":', `"content_hash":"sha256:${"cd".repeat(32)}","contentHash":`),
+    ),
   },
   {
     name: "a duplicate query, the second one malformed",
@@ -392,13 +565,15 @@ const NUMBER_CASES: readonly BodyCase[] = [
       ["a string of digits too long for int32", '"99999999999999999999"'],
       ["a string that is no number", '"many"'],
     ] as const
-  ).map(([label, text]): BodyCase => ({
-    name: `limit ${label}`,
-    method: "DiscoverEntries",
-    on: JSON_TRANSPORTS,
-    expect: "invalid_argument",
-    send: () => ({ body: `{"limit":${text}}` }),
-  })),
+  ).map(
+    ([label, text]): BodyCase => ({
+      name: `limit ${label}`,
+      method: "DiscoverEntries",
+      on: JSON_TRANSPORTS,
+      expect: "invalid_argument",
+      send: () => ({ body: `{"limit":${text}}` }),
+    }),
+  ),
   {
     name: "limit -1 as a ten-byte varint",
     method: "DiscoverEntries",
@@ -481,7 +656,20 @@ const NUMBER_CASES: readonly BodyCase[] = [
 function conditionOn(field: string, op: string, json: string, value: number | string) {
   return (transport: Transport): RpcBody => {
     if (JSON_TRANSPORTS.includes(transport)) return { body: `{"conditions":[{"field":"${field}","op":"${op}","value":${json}}]}` };
-    return { body: toBinary(DiscoverEntriesRequestSchema, create(DiscoverEntriesRequestSchema, { conditions: [{ field, op, value: typeof value === "number" ? { kind: { case: "numberValue", value } } : { kind: { case: "stringValue", value } } }] })) };
+    return {
+      body: toBinary(
+        DiscoverEntriesRequestSchema,
+        create(DiscoverEntriesRequestSchema, {
+          conditions: [
+            {
+              field,
+              op,
+              value: typeof value === "number" ? { kind: { case: "numberValue", value } } : { kind: { case: "stringValue", value } },
+            },
+          ],
+        }),
+      ),
+    };
   };
 }
 
@@ -498,14 +686,64 @@ const TYPE_CASES: readonly BodyCase[] = [
       ["entryType as an array", '{"entryType":["skill"]}'],
       ["a cursor as an object", '{"cursor":{}}'],
     ] as const
-  ).map(([name, text]): BodyCase => ({ name, method: "DiscoverEntries", on: JSON_TRANSPORTS, expect: "invalid_argument", send: () => ({ body: text }) })),
-  { name: "the query as an object", method: "QueryEntries", on: JSON_TRANSPORTS, expect: "invalid_argument", send: () => ({ body: '{"query":{"select":"*"}}' }) },
-  { name: "the entry as an array", method: "CreateEntry", on: JSON_TRANSPORTS, expect: "invalid_argument", send: () => withToken({ body: "[]" }) },
-  { name: "data as an array", method: "CreateEntry", on: JSON_TRANSPORTS, expect: "invalid_argument", send: editedCreate("abuse-data-array", (text) => text.replace('"data":{"license":"MIT"}', '"data":[1,2]')) },
-  { name: "tags as an object", method: "CreateEntry", on: JSON_TRANSPORTS, expect: "invalid_argument", send: editedCreate("abuse-tags-object", (text) => text.replace('"tags":["search","web"]', '"tags":{"0":"search"}')) },
-  { name: "conditions (a message field) as a varint", method: "DiscoverEntries", on: BINARY_TRANSPORTS, expect: "invalid_argument", send: () => ({ body: new BinaryWriter().tag(2, WireType.Varint).uint32(7).finish() }) },
-  { name: "the entry as a fixed32", method: "CreateEntry", on: BINARY_TRANSPORTS, expect: "invalid_argument", send: () => withToken({ body: new BinaryWriter().tag(1, WireType.Bit32).fixed32(7).finish() }) },
-  { name: "a string field holding a length past the body", method: "QueryEntries", on: BINARY_TRANSPORTS, expect: "invalid_argument", send: () => ({ body: Buffer.from([0x0a, 0xff, 0xff, 0x03, 0x53]) }) },
+  ).map(
+    ([name, text]): BodyCase => ({
+      name,
+      method: "DiscoverEntries",
+      on: JSON_TRANSPORTS,
+      expect: "invalid_argument",
+      send: () => ({ body: text }),
+    }),
+  ),
+  {
+    name: "the query as an object",
+    method: "QueryEntries",
+    on: JSON_TRANSPORTS,
+    expect: "invalid_argument",
+    send: () => ({ body: '{"query":{"select":"*"}}' }),
+  },
+  {
+    name: "the entry as an array",
+    method: "CreateEntry",
+    on: JSON_TRANSPORTS,
+    expect: "invalid_argument",
+    send: () => withToken({ body: "[]" }),
+  },
+  {
+    name: "data as an array",
+    method: "CreateEntry",
+    on: JSON_TRANSPORTS,
+    expect: "invalid_argument",
+    send: editedCreate("abuse-data-array", (text) => text.replace('"data":{"license":"MIT"}', '"data":[1,2]')),
+  },
+  {
+    name: "tags as an object",
+    method: "CreateEntry",
+    on: JSON_TRANSPORTS,
+    expect: "invalid_argument",
+    send: editedCreate("abuse-tags-object", (text) => text.replace('"tags":["search","web"]', '"tags":{"0":"search"}')),
+  },
+  {
+    name: "conditions (a message field) as a varint",
+    method: "DiscoverEntries",
+    on: BINARY_TRANSPORTS,
+    expect: "invalid_argument",
+    send: () => ({ body: new BinaryWriter().tag(2, WireType.Varint).uint32(7).finish() }),
+  },
+  {
+    name: "the entry as a fixed32",
+    method: "CreateEntry",
+    on: BINARY_TRANSPORTS,
+    expect: "invalid_argument",
+    send: () => withToken({ body: new BinaryWriter().tag(1, WireType.Bit32).fixed32(7).finish() }),
+  },
+  {
+    name: "a string field holding a length past the body",
+    method: "QueryEntries",
+    on: BINARY_TRANSPORTS,
+    expect: "invalid_argument",
+    send: () => ({ body: Buffer.from([0x0a, 0xff, 0xff, 0x03, 0x53]) }),
+  },
 ];
 
 describe.each(TRANSPORTS)("abusive bodies over %s", (transport) => {
@@ -537,7 +775,11 @@ function expectAnswer(result: WireOutcome, row: BodyCase): void {
   const expected = [row.expect ?? []].flat();
   if (expected.includes("ok") && result.code === "ok") return;
   expectClientError(result, expected.length === 0 ? undefined : expected.filter((code) => code !== "ok"));
-  if (row.field !== undefined) expect(result.fields.some((field) => row.field!.includes(field)), `fields ${JSON.stringify(result.fields)}: ${result.message}`).toBe(true);
+  if (row.field !== undefined)
+    expect(
+      result.fields.some((field) => row.field!.includes(field)),
+      `fields ${JSON.stringify(result.fields)}: ${result.message}`,
+    ).toBe(true);
 }
 
 describe.each(["rest", "connect-json", "connect", "grpc-web"] as const)("body sizes over HTTP/2, %s", (transport) => {
@@ -557,25 +799,48 @@ describe("bodies on GET routes", () => {
   it.each([
     ["a REST resolve with a JSON body", "GET", resolvePath, "length", entryDid],
     ["a REST resolve with a chunked body", "GET", resolvePath, "chunked", entryDid],
-    ["a REST version list with a JSON body", "GET", `${resolvePath.replace("%401.0.0", "")}/versions`, "length", (json: any) => json.versions[0].entryDid],
+    [
+      "a REST version list with a JSON body",
+      "GET",
+      `${resolvePath.replace("%401.0.0", "")}/versions`,
+      "length",
+      (json: any) => json.versions[0].entryDid,
+    ],
     ["a REST HEAD with a body", "HEAD", resolvePath, "length", undefined],
     ["a Connect GET with a body", "GET", connectGet, "length", (json: any) => json.entry.entryDid],
   ] as const)("%s is answered as the GET it is, the body ignored", async (_name, method, path, framing, pick) => {
-    const response = await http1Request(url(), { method, path, headers: { "content-type": "application/json" }, body: '{"did":"did:reg:main:skill:other"}', framing });
+    const response = await http1Request(url(), {
+      method,
+      path,
+      headers: { "content-type": "application/json" },
+      body: '{"did":"did:reg:main:skill:other"}',
+      framing,
+    });
     expect(httpOutcome(response).code).toBe("ok");
     if (pick !== undefined) expect(pick(JSON.parse(response.body.toString()))).toBe(SEEDED);
     await expectStillServing(url(), "rest", SEEDED);
   });
 
   it("a REST resolve with a body far over the limit is no server error", async () => {
-    const response = await http1Request(url(), { method: "GET", path: resolvePath, headers: { "content-type": "application/json" }, body: "x".repeat(FAR_OVER), framing: "chunked" });
+    const response = await http1Request(url(), {
+      method: "GET",
+      path: resolvePath,
+      headers: { "content-type": "application/json" },
+      body: "x".repeat(FAR_OVER),
+      framing: "chunked",
+    });
     const outcome = httpOutcome(response);
     if (outcome.code !== "ok") expectClientError(outcome);
     await expectStillServing(url(), "rest", SEEDED);
   });
 
   it("a POST-only route asked with GET and a body is 405", async () => {
-    const response = await http1Request(url(), { method: "GET", path: "/v1/discover", headers: { "content-type": "application/json" }, body: "{}" });
+    const response = await http1Request(url(), {
+      method: "GET",
+      path: "/v1/discover",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
     expectClientError(httpOutcome(response), "unimplemented");
     expect(response.status).toBe(405);
   });
@@ -584,8 +849,16 @@ describe("bodies on GET routes", () => {
 describe("JSON duplicate keys: the last one wins, for the signature and for storage alike", () => {
   it.each(JSON_TRANSPORTS)("over %s", async (transport) => {
     const entry = await publisher.entry(`abuse-dup-last-${transport}`, "1.0.0", { description: "the last one" });
-    const text = JSON.stringify(entry).replace('"description":"the last one"', '"description":"the first one","description":"the last one"');
-    const created = await callRaw(transport, registry.url, "CreateEntry", withToken({ body: transport === "rest" ? text : `{"entry":${text}}` }));
+    const text = JSON.stringify(entry).replace(
+      '"description":"the last one"',
+      '"description":"the first one","description":"the last one"',
+    );
+    const created = await callRaw(
+      transport,
+      registry.url,
+      "CreateEntry",
+      withToken({ body: transport === "rest" ? text : `{"entry":${text}}` }),
+    );
     expect(created.code, created.message).toBe("ok");
     const resolved = await http1Request(registry.url, { method: "GET", path: `/v1/entries/${encodeURIComponent(entry.entryDid)}` });
     expect(JSON.parse(resolved.body.toString()).description).toBe("the last one");
@@ -607,19 +880,41 @@ describe("bodies on the less travelled routes (gRPC over HTTP/1.1, streaming met
   }
 
   const garbage = Buffer.from([0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f, 0x01]);
-  const grpcHttp1 = async (method: RegistryMethod, payload: Uint8Array, options: { json?: boolean; token?: boolean; framing?: RpcBody["framing"] } = {}) => {
+  const grpcHttp1 = async (
+    method: RegistryMethod,
+    payload: Uint8Array,
+    options: { json?: boolean; token?: boolean; framing?: RpcBody["framing"] } = {},
+  ) => {
     const headers: Record<string, string> = { "content-type": options.json ? "application/grpc+json" : "application/grpc", te: "trailers" };
     if (options.token) headers.authorization = `Bearer ${token}`;
-    return outcomeOf("grpc", await http1Request(registry.url, { path: RPC_PATH(method), headers, body: envelope(payload), framing: options.framing }));
+    return outcomeOf(
+      "grpc",
+      await http1Request(registry.url, { path: RPC_PATH(method), headers, body: envelope(payload), framing: options.framing }),
+    );
   };
   const grpcHttp2 = async (path: string, payload: Uint8Array) =>
-    outcomeOf("grpc", await http2Request(registry.url, { path, headers: { "content-type": "application/grpc", te: "trailers" }, body: envelope(payload) }));
+    outcomeOf(
+      "grpc",
+      await http2Request(registry.url, { path, headers: { "content-type": "application/grpc", te: "trailers" }, body: envelope(payload) }),
+    );
   /** A signed create whose data carries an unsigned "__proto__" key besides the signed ones. */
   const protoKeyCreate = async (name: string): Promise<Record<string, unknown>> => {
     const entry = await publisher.entry(name, "1.0.0");
-    return { entry: { ...entry, data: objectWithKeys([["__proto__", "x"], ["license", "MIT"]]) } };
+    return {
+      entry: {
+        ...entry,
+        data: objectWithKeys([
+          ["__proto__", "x"],
+          ["license", "MIT"],
+        ]),
+      },
+    };
   };
-  const notUtf8 = Buffer.concat([Buffer.from('{"conditions":[{"field":"name","op":"=","value":"a'), Buffer.from([0xff]), Buffer.from('"}]}')]);
+  const notUtf8 = Buffer.concat([
+    Buffer.from('{"conditions":[{"field":"name","op":"=","value":"a'),
+    Buffer.from([0xff]),
+    Buffer.from('"}]}'),
+  ]);
 
   const ADAPTER_CASES: readonly AdapterCase[] = [
     {
@@ -636,13 +931,20 @@ describe("bodies on the less travelled routes (gRPC over HTTP/1.1, streaming met
       name: "an unsigned __proto__ key in data, gRPC over HTTP/1.1",
       expect: "invalid_argument",
       field: ["entry.data.__proto__"],
-      send: async () => grpcHttp1("CreateEntry", encodedRequest(CreateEntryRequestSchema, (await protoKeyCreate("abuse-adapter-proto-bin")) as never), { token: true }),
+      send: async () =>
+        grpcHttp1("CreateEntry", encodedRequest(CreateEntryRequestSchema, (await protoKeyCreate("abuse-adapter-proto-bin")) as never), {
+          token: true,
+        }),
     },
     {
       name: "an unsigned __proto__ key in data, gRPC+JSON over HTTP/1.1",
       expect: "invalid_argument",
       field: ["entry.data.__proto__"],
-      send: async () => grpcHttp1("CreateEntry", Buffer.from(jsonText((await protoKeyCreate("abuse-adapter-proto-json")) as never)), { json: true, token: true }),
+      send: async () =>
+        grpcHttp1("CreateEntry", Buffer.from(jsonText((await protoKeyCreate("abuse-adapter-proto-json")) as never)), {
+          json: true,
+          token: true,
+        }),
     },
     {
       name: "JSON that is not UTF-8, gRPC+JSON over HTTP/1.1",
@@ -655,9 +957,27 @@ describe("bodies on the less travelled routes (gRPC over HTTP/1.1, streaming met
       expect: "invalid_argument",
       send: () => grpcHttp1("ResolveEntry", Buffer.from(JSON.stringify({ did: SEEDED, colour: "blue" })), { json: true }),
     },
-    { name: "an empty body, gRPC over HTTP/1.1", send: async () => outcomeOf("grpc", await http1Request(registry.url, { path: RPC_PATH("ResolveEntry"), headers: { "content-type": "application/grpc", te: "trailers" } })) },
-    { name: "one byte over the limit, gRPC over HTTP/1.1", expect: "resource_exhausted", send: () => grpcHttp1("ResolveEntry", new Uint8Array(MAX_BODY + 1)) },
-    { name: "8 MiB chunked, gRPC over HTTP/1.1", expect: "resource_exhausted", send: () => grpcHttp1("ResolveEntry", new Uint8Array(FAR_OVER), { framing: "chunked" }) },
+    {
+      name: "an empty body, gRPC over HTTP/1.1",
+      send: async () =>
+        outcomeOf(
+          "grpc",
+          await http1Request(registry.url, {
+            path: RPC_PATH("ResolveEntry"),
+            headers: { "content-type": "application/grpc", te: "trailers" },
+          }),
+        ),
+    },
+    {
+      name: "one byte over the limit, gRPC over HTTP/1.1",
+      expect: "resource_exhausted",
+      send: () => grpcHttp1("ResolveEntry", new Uint8Array(MAX_BODY + 1)),
+    },
+    {
+      name: "8 MiB chunked, gRPC over HTTP/1.1",
+      expect: "resource_exhausted",
+      send: () => grpcHttp1("ResolveEntry", new Uint8Array(FAR_OVER), { framing: "chunked" }),
+    },
     {
       name: "an undecodable message to health Watch",
       expect: "invalid_argument",
@@ -674,7 +994,11 @@ describe("bodies on the less travelled routes (gRPC over HTTP/1.1, streaming met
     const run = async () => {
       const result = await row.send();
       expectClientError(result, row.expect);
-      if (row.field !== undefined) expect(result.fields.some((field) => row.field!.includes(field)), `fields ${JSON.stringify(result.fields)}: ${result.message}`).toBe(true);
+      if (row.field !== undefined)
+        expect(
+          result.fields.some((field) => row.field!.includes(field)),
+          `fields ${JSON.stringify(result.fields)}: ${result.message}`,
+        ).toBe(true);
       await expectStillServing(registry.url, "grpc", SEEDED);
     };
     it(row.name, run);

@@ -52,7 +52,10 @@ const ANSWERS: Readonly<Record<string, (request: { did?: string }) => Answer>> =
     body: { versions: [{ version: HOSTILE_TEXT, entryDid: HOSTILE_TEXT, status: HOSTILE_TEXT, publishedAt: HOSTILE_TEXT }] },
   }),
   "/registry.v1.RegistryService/DiscoverEntries": () => ({ status: 200, body: { entries: [hostileEntry], total: 1 } }),
-  "/registry.v1.RegistryService/QueryEntries": () => ({ status: 200, body: { entries: [{ [HOSTILE.tab]: HOSTILE_TEXT, data: { [HOSTILE.lineFeed]: HOSTILE_TEXT } }] } }),
+  "/registry.v1.RegistryService/QueryEntries": () => ({
+    status: 200,
+    body: { entries: [{ [HOSTILE.tab]: HOSTILE_TEXT, data: { [HOSTILE.lineFeed]: HOSTILE_TEXT } }] },
+  }),
   "/auth.v1.TokenService/IssueToken": () => ({
     status: 200,
     body: { accessToken: "hostile", tokenType: "Bearer", expiresAt: "2099-01-01T00:00:00Z", scopes: [HOSTILE_TEXT], subject: HOSTILE_TEXT },
@@ -69,7 +72,11 @@ function refusal(): Answer {
   const details = toBinary(BadRequestSchema, create(BadRequestSchema, { fieldViolations: [violation] }));
   return {
     status: 400,
-    body: { code: "invalid_argument", message: HOSTILE_TEXT, details: [{ type: "google.rpc.BadRequest", value: Buffer.from(details).toString("base64").replace(/=+$/, "") }] },
+    body: {
+      code: "invalid_argument",
+      message: HOSTILE_TEXT,
+      details: [{ type: "google.rpc.BadRequest", value: Buffer.from(details).toString("base64").replace(/=+$/, "") }],
+    },
   };
 }
 
@@ -94,14 +101,21 @@ async function answer(request: IncomingMessage, response: ServerResponse): Promi
   let text = "";
   for await (const chunk of request) text += chunk;
   const method = ANSWERS[request.url ?? ""];
-  const { status, body } = method?.(JSON.parse(text || "{}") as { did?: string }) ?? { status: 500, body: { code: "internal", message: HOSTILE_TEXT } };
+  const { status, body } = method?.(JSON.parse(text || "{}") as { did?: string }) ?? {
+    status: 500,
+    body: { code: "internal", message: HOSTILE_TEXT },
+  };
   response.writeHead(status, { "content-type": "application/json" }).end(JSON.stringify(body));
 }
 
 function cli(args: string[]) {
   return runCliChecked(
     args,
-    childEnv({ REGISTRY_URL: url, REGISTRY_CONFIG_DIR: join(scratch.path, "config"), REGISTRY_SIGNING_KEY: encodePrivateKey(randomBytes(32)) }),
+    childEnv({
+      REGISTRY_URL: url,
+      REGISTRY_CONFIG_DIR: join(scratch.path, "config"),
+      REGISTRY_SIGNING_KEY: encodePrivateKey(randomBytes(32)),
+    }),
   );
 }
 
@@ -130,9 +144,15 @@ describe("a hostile registry's answers", { timeout: CLI_MS }, () => {
 
     const found = await cli(["discover"]);
     expect(found.code, found.stderr).toBe(0);
-    expect(linesOf(found.stdout).map((line) => line.split("\t"))).toEqual([[`did:reg:main:skill:x${VISIBLE_TEXT}`, "revoked\\r  publisher   did:key:forged", VISIBLE_TEXT]]);
+    expect(linesOf(found.stdout).map((line) => line.split("\t"))).toEqual([
+      [`did:reg:main:skill:x${VISIBLE_TEXT}`, "revoked\\r  publisher   did:key:forged", VISIBLE_TEXT],
+    ]);
     const foundJson = await cli(["discover", "--json"]);
-    expect(JSON.parse(foundJson.stdout).entries[0]).toMatchObject({ entryDid: hostileEntry.entryDid, tags: hostileEntry.tags, data: hostileEntry.data });
+    expect(JSON.parse(foundJson.stdout).entries[0]).toMatchObject({
+      entryDid: hostileEntry.entryDid,
+      tags: hostileEntry.tags,
+      data: hostileEntry.data,
+    });
 
     const rows = await cli(["query", "SELECT entry_did FROM entries"]);
     expect(rows.code, rows.stderr).toBe(0);
@@ -162,7 +182,10 @@ describe("a hostile registry's errors", { timeout: CLI_MS }, () => {
     const refused = await cli(["resolve", REFUSED]);
     expect(refused.code).toBe(1);
     expect(refused.stdout).toBe("");
-    expect(linesOf(refused.stderr)).toEqual([`registry: invalid_argument: ${VISIBLE_TEXT}`, `  tags[0]\\n  publisher   did:key:forged: ${VISIBLE_TEXT}`]);
+    expect(linesOf(refused.stderr)).toEqual([
+      `registry: invalid_argument: ${VISIBLE_TEXT}`,
+      `  tags[0]\\n  publisher   did:key:forged: ${VISIBLE_TEXT}`,
+    ]);
     const json = await cli(["resolve", REFUSED, "--json"]);
     expect(JSON.parse(json.stderr)).toEqual({ error: { code: "invalid_argument", message: HOSTILE_TEXT, violations: [violation] } });
   });

@@ -64,7 +64,11 @@ export function runCliChecked(args: readonly string[], env: NodeJS.ProcessEnv): 
         }
         const code = error === null ? 0 : (error.code as number);
         try {
-          resolve({ code, stdout: terminalSafeText(stdout, `stdout of registry ${args[0]}`), stderr: terminalSafeText(stderr, `stderr of registry ${args[0]}`) });
+          resolve({
+            code,
+            stdout: terminalSafeText(stdout, `stdout of registry ${args[0]}`),
+            stderr: terminalSafeText(stderr, `stderr of registry ${args[0]}`),
+          });
         } catch (failure) {
           reject(failure);
         }
@@ -80,10 +84,16 @@ const UNSAFE_CODE_POINT = /[\u0080-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]
 
 function terminalSafeText(bytes: Buffer, label: string): string {
   const offset = bytes.findIndex(RAW_CONTROL_BYTE);
-  expect(offset, `${label} wrote the raw byte 0x${bytes[offset]?.toString(16)} at ${offset}: ${JSON.stringify(bytes.subarray(Math.max(0, offset - 20), offset + 20).toString())}`).toBe(-1);
+  expect(
+    offset,
+    `${label} wrote the raw byte 0x${bytes[offset]?.toString(16)} at ${offset}: ${JSON.stringify(bytes.subarray(Math.max(0, offset - 20), offset + 20).toString())}`,
+  ).toBe(-1);
   const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
   const unsafe = UNSAFE_CODE_POINT.exec(text);
-  expect(unsafe, `${label} wrote U+${unsafe?.[0].codePointAt(0)?.toString(16).padStart(4, "0")} raw: ${JSON.stringify(text.slice(Math.max(0, (unsafe?.index ?? 0) - 20), (unsafe?.index ?? 0) + 20))}`).toBeNull();
+  expect(
+    unsafe,
+    `${label} wrote U+${unsafe?.[0].codePointAt(0)?.toString(16).padStart(4, "0")} raw: ${JSON.stringify(text.slice(Math.max(0, (unsafe?.index ?? 0) - 20), (unsafe?.index ?? 0) + 20))}`,
+  ).toBeNull();
   return text;
 }
 

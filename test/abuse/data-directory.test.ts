@@ -4,7 +4,15 @@ import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { openDatabase } from "../../src/storage/database.js";
-import { REGISTRY_BIN, childEnv, freePort, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/child-processes.js";
+import {
+  REGISTRY_BIN,
+  childEnv,
+  freePort,
+  runCli,
+  startServerProcess,
+  temporaryDirectory,
+  type ServerProcess,
+} from "../support/child-processes.js";
 import { createPublisher, type TestPublisher } from "../support/registry-fixture.js";
 
 /**
@@ -28,7 +36,9 @@ const canSwitchAccount =
   process.geteuid?.() === 0 &&
   spawnSync("runuser", ["-u", OTHER_ACCOUNT, "--", "id", "-u"], { encoding: "utf8" }).stdout?.trim() === String(NOBODY_ID) &&
   // It can run the CLI from this checkout (not so where the checkout is private to root).
-  spawnSync("runuser", ["-u", OTHER_ACCOUNT, "--", process.execPath, REGISTRY_BIN, "--version"], { env: { ...process.env, HOME: tmpdir() } }).status === 0;
+  spawnSync("runuser", ["-u", OTHER_ACCOUNT, "--", process.execPath, REGISTRY_BIN, "--version"], {
+    env: { ...process.env, HOME: tmpdir() },
+  }).status === 0;
 
 let parent: { path: string; remove(): Promise<void> };
 let dataDir: string;
@@ -117,7 +127,8 @@ async function issueTokens(count: number): Promise<void> {
   const created = await runCli(["root-token", "create", "--subject", publisher.did, "--scopes", "registry.publish.skill"], env, STARTUP_MS);
   expect(created.code, created.stderr).toBe(0);
   const rootToken = created.stdout.trim();
-  for (let index = 0; index < count; index++) await publish(await post("/v1/tokens", rootToken, { scopes: ["registry.publish.skill"] }, 200));
+  for (let index = 0; index < count; index++)
+    await publish(await post("/v1/tokens", rootToken, { scopes: ["registry.publish.skill"] }, 200));
 }
 
 /** A publish writes the entry and its log records: the WAL grows past what the start left. */
@@ -137,15 +148,23 @@ async function post(route: string, token: string, body: unknown, status: number)
 }
 
 describe("a data directory made beforehand with mode 0755", () => {
-  it("is 0700 with nothing in it open to group or others once the server has started", async () => {
-    server = await startServerProcess([], port, env, STARTUP_MS);
-    await expectPrivate();
-  }, STARTUP_MS);
+  it(
+    "is 0700 with nothing in it open to group or others once the server has started",
+    async () => {
+      server = await startServerProcess([], port, env, STARTUP_MS);
+      await expectPrivate();
+    },
+    STARTUP_MS,
+  );
 
-  it("stays so after tokens were issued and entries published", async () => {
-    await issueTokens(5);
-    await expectPrivate();
-  }, STARTUP_MS);
+  it(
+    "stays so after tokens were issued and entries published",
+    async () => {
+      await issueTokens(5);
+      await expectPrivate();
+    },
+    STARTUP_MS,
+  );
 
   it.skipIf(!canSwitchAccount)(`cannot be read as ${OTHER_ACCOUNT}`, async () => {
     // The control: the account can read what is open to it, so a refusal below is the modes' doing.
@@ -159,72 +178,92 @@ describe("a data directory made beforehand with mode 0755", () => {
     }
   });
 
-  it("stays so at rest, after the server stopped", async () => {
-    const stopped = await server!.stop();
-    expect(stopped.code).toBe(0);
-    server = undefined;
-    await expectPrivate();
-  }, STARTUP_MS);
-
-  it("stays so when the WAL moves on to new segments", async () => {
-    // The CLI's way in (migrate, mirror) while no server runs: the same opening as the server's.
-    const database = await openDatabase({ dataDir });
-    try {
-      const before = await walSegments();
-      // A switch needs something written since the last one; a temporary table leaves nothing behind.
-      for (let switches = 0; switches < 3; switches++) {
-        await database.knex.raw(`create temporary table wal_filler_${switches} (x int)`);
-        await database.knex.raw("select pg_switch_wal()");
-      }
-      expect((await walSegments()).filter((segment) => !before.includes(segment)).length).toBeGreaterThan(0);
+  it(
+    "stays so at rest, after the server stopped",
+    async () => {
+      const stopped = await server!.stop();
+      expect(stopped.code).toBe(0);
+      server = undefined;
       await expectPrivate();
-    } finally {
-      await database.close();
-    }
-    await expectPrivate();
-  }, STARTUP_MS);
+    },
+    STARTUP_MS,
+  );
 
-  it("is made private again at start when an older build left its files readable", async () => {
-    for (const { path, mode } of await modesUnder(dataDir)) await chmod(join(dataDir, path), mode | (mode >> 3) | (mode >> 6));
-    await chmod(dataDir, 0o755);
-    expect((await readableByOthers()).length).toBeGreaterThan(100);
+  it(
+    "stays so when the WAL moves on to new segments",
+    async () => {
+      // The CLI's way in (migrate, mirror) while no server runs: the same opening as the server's.
+      const database = await openDatabase({ dataDir });
+      try {
+        const before = await walSegments();
+        // A switch needs something written since the last one; a temporary table leaves nothing behind.
+        for (let switches = 0; switches < 3; switches++) {
+          await database.knex.raw(`create temporary table wal_filler_${switches} (x int)`);
+          await database.knex.raw("select pg_switch_wal()");
+        }
+        expect((await walSegments()).filter((segment) => !before.includes(segment)).length).toBeGreaterThan(0);
+        await expectPrivate();
+      } finally {
+        await database.close();
+      }
+      await expectPrivate();
+    },
+    STARTUP_MS,
+  );
 
-    server = await startServerProcess([], port, env, STARTUP_MS);
-    await expectPrivate();
-    await issueTokens(1);
-    await expectPrivate();
-    await server.stop();
-    server = undefined;
-  }, STARTUP_MS);
+  it(
+    "is made private again at start when an older build left its files readable",
+    async () => {
+      for (const { path, mode } of await modesUnder(dataDir)) await chmod(join(dataDir, path), mode | (mode >> 3) | (mode >> 6));
+      await chmod(dataDir, 0o755);
+      expect((await readableByOthers()).length).toBeGreaterThan(100);
+
+      server = await startServerProcess([], port, env, STARTUP_MS);
+      await expectPrivate();
+      await issueTokens(1);
+      await expectPrivate();
+      await server.stop();
+      server = undefined;
+    },
+    STARTUP_MS,
+  );
 });
 
 describe.skipIf(!canSwitchAccount)("a data directory holding a file of another account's", () => {
-  it("is refused at start by a server that cannot change the file's modes, with a message that says how to fix it", async () => {
-    const shared = join(parent.path, "holds-a-stray-file");
-    await mkdir(shared, { mode: 0o700 });
-    await chown(shared, NOBODY_ID, NOBODY_ID);
-    const stray = join(shared, "stray");
-    await writeFile(stray, "root's\n", { mode: 0o644 });
-    const result = await serveAsOtherAccount(shared);
-    expect(result.code, result.stdout).toBe(2);
-    expect(result.stderr).toContain(`REGISTRY_DATA_DIR: cannot take group and other access off ${stray} (EPERM)`);
-    expect(result.stderr).toContain(`chown -R ${NOBODY_ID} ${shared} && chmod -R go-rwx ${shared}`);
-    expect(await readdir(shared)).toEqual(["stray"]);
-  }, STARTUP_MS);
+  it(
+    "is refused at start by a server that cannot change the file's modes, with a message that says how to fix it",
+    async () => {
+      const shared = join(parent.path, "holds-a-stray-file");
+      await mkdir(shared, { mode: 0o700 });
+      await chown(shared, NOBODY_ID, NOBODY_ID);
+      const stray = join(shared, "stray");
+      await writeFile(stray, "root's\n", { mode: 0o644 });
+      const result = await serveAsOtherAccount(shared);
+      expect(result.code, result.stdout).toBe(2);
+      expect(result.stderr).toContain(`REGISTRY_DATA_DIR: cannot take group and other access off ${stray} (EPERM)`);
+      expect(result.stderr).toContain(`chown -R ${NOBODY_ID} ${shared} && chmod -R go-rwx ${shared}`);
+      expect(await readdir(shared)).toEqual(["stray"]);
+    },
+    STARTUP_MS,
+  );
 });
 
 describe.skipIf(process.geteuid?.() !== 0)("a data directory another account owns", () => {
-  it("is refused at start, with a message that says how to fix it", async () => {
-    const owned = join(parent.path, "owned-by-another");
-    await mkdir(owned, { mode: 0o700 });
-    await chown(owned, NOBODY_ID, NOBODY_ID);
-    const ownedPort = await freePort();
-    const result = await runCli(["serve"], childEnv({ REGISTRY_DATA_DIR: owned, PORT: String(ownedPort) }), REFUSAL_MS);
-    expect(result.code, result.stdout).toBe(2);
-    expect(result.stderr).toContain(`REGISTRY_DATA_DIR: ${owned} belongs to uid ${NOBODY_ID}, not to uid 0 that the registry runs as`);
-    expect(result.stderr).toContain(`chown -R 0 ${owned}`);
-    // Nothing was written into it, and its modes are as they were.
-    expect(await readdir(owned)).toEqual([]);
-    expect((await stat(owned)).mode & 0o777).toBe(0o700);
-  }, STARTUP_MS);
+  it(
+    "is refused at start, with a message that says how to fix it",
+    async () => {
+      const owned = join(parent.path, "owned-by-another");
+      await mkdir(owned, { mode: 0o700 });
+      await chown(owned, NOBODY_ID, NOBODY_ID);
+      const ownedPort = await freePort();
+      const result = await runCli(["serve"], childEnv({ REGISTRY_DATA_DIR: owned, PORT: String(ownedPort) }), REFUSAL_MS);
+      expect(result.code, result.stdout).toBe(2);
+      expect(result.stderr).toContain(`REGISTRY_DATA_DIR: ${owned} belongs to uid ${NOBODY_ID}, not to uid 0 that the registry runs as`);
+      expect(result.stderr).toContain(`chown -R 0 ${owned}`);
+      // Nothing was written into it, and its modes are as they were.
+      expect(await readdir(owned)).toEqual([]);
+      expect((await stat(owned)).mode & 0o777).toBe(0o700);
+    },
+    STARTUP_MS,
+  );
 });

@@ -75,31 +75,35 @@ interface SseStream {
 
 function openSse(path: string, forwardedFor?: string, headers: Record<string, string> = {}): Promise<SseStream> {
   return new Promise((resolve, reject) => {
-    const request = http.get(`${url}${path}`, { headers: { ...headers, ...(forwardedFor === undefined ? {} : { "x-forwarded-for": forwardedFor }) } }, (response) => {
-      let body = "";
-      const waiters: Array<() => void> = [];
-      response.setEncoding("utf8");
-      response.on("data", (chunk: string) => {
-        body += chunk;
-        for (const waiter of waiters.splice(0)) waiter();
-      });
-      response.on("error", () => {});
-      const ids = () => [...body.matchAll(/^id: (\d+)$/gm)].map((match) => match[1]!);
-      const stream: SseStream = {
-        status: response.statusCode!,
-        get body() {
-          return body;
-        },
-        events: (count) =>
-          new Promise((done) => {
-            const check = () => (ids().length >= count ? done(ids()) : waiters.push(check));
-            check();
-          }),
-        close: () => request.destroy(),
-      };
-      if (response.statusCode === 200) resolve(stream);
-      else response.on("end", () => resolve(stream));
-    });
+    const request = http.get(
+      `${url}${path}`,
+      { headers: { ...headers, ...(forwardedFor === undefined ? {} : { "x-forwarded-for": forwardedFor }) } },
+      (response) => {
+        let body = "";
+        const waiters: Array<() => void> = [];
+        response.setEncoding("utf8");
+        response.on("data", (chunk: string) => {
+          body += chunk;
+          for (const waiter of waiters.splice(0)) waiter();
+        });
+        response.on("error", () => {});
+        const ids = () => [...body.matchAll(/^id: (\d+)$/gm)].map((match) => match[1]!);
+        const stream: SseStream = {
+          status: response.statusCode!,
+          get body() {
+            return body;
+          },
+          events: (count) =>
+            new Promise((done) => {
+              const check = () => (ids().length >= count ? done(ids()) : waiters.push(check));
+              check();
+            }),
+          close: () => request.destroy(),
+        };
+        if (response.statusCode === 200) resolve(stream);
+        else response.on("end", () => resolve(stream));
+      },
+    );
     request.on("error", reject);
   });
 }
@@ -146,15 +150,20 @@ describe("open streams are capped per address and in all", () => {
     // Another address of the same /64: the same client.
     const third = await openSse("/v1/changes/stream", "2001:db8:1::3");
     expect([first.status, second.status, third.status]).toEqual([200, 200, 429]);
-    expect(JSON.parse(third.body)).toMatchObject({ code: "resource_exhausted", message: expect.stringContaining("from this client address (at most 2)") });
+    expect(JSON.parse(third.body)).toMatchObject({
+      code: "resource_exhausted",
+      message: expect.stringContaining("from this client address (at most 2)"),
+    });
 
     first.close();
     // The server hears of the close when the socket ends: give it a moment.
-    await expect.poll(async () => {
-      const again = await openSse("/v1/changes/stream", "2001:db8:1::4");
-      again.close();
-      return again.status;
-    }).toBe(200);
+    await expect
+      .poll(async () => {
+        const again = await openSse("/v1/changes/stream", "2001:db8:1::4");
+        again.close();
+        return again.status;
+      })
+      .toBe(200);
     second.close();
   });
 
@@ -169,7 +178,9 @@ describe("open streams are capped per address and in all", () => {
   });
 
   it("refuses streams past the total cap whatever their addresses", async () => {
-    const held = await Promise.all(["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"].map((address) => openSse("/v1/changes/stream", address)));
+    const held = await Promise.all(
+      ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4"].map((address) => openSse("/v1/changes/stream", address)),
+    );
     expect(held.map((stream) => stream.status)).toEqual([200, 200, 200, 200]);
     const over = await openSse("/v1/changes/stream", "10.0.0.5");
     expect(over.status).toBe(429);
@@ -369,7 +380,12 @@ describe("stream opens count against the read limit", () => {
       const transport = createConnectTransport({
         baseUrl: limited.registry.url,
         httpVersion: "1.1",
-        interceptors: [(next) => (request) => (request.header.set("x-forwarded-for", "10.2.0.1"), next(request))],
+        interceptors: [
+          (next) => (request) => {
+            request.header.set("x-forwarded-for", "10.2.0.1");
+            return next(request);
+          },
+        ],
       });
       expect(await streamOutcome(transport, undefined, 1)).toBe(Code.ResourceExhausted);
     } finally {

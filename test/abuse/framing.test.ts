@@ -22,7 +22,10 @@ afterAll(async () => {
 function expectUnframeable(response: Response, label: string): void {
   expect(response.headers.get("x-frame-options"), label).toBe("DENY");
   const policy = response.headers.get("content-security-policy") ?? "";
-  expect(policy.split(";").map((directive) => directive.trim()), label).toContain("frame-ancestors 'none'");
+  expect(
+    policy.split(";").map((directive) => directive.trim()),
+    label,
+  ).toContain("frame-ancestors 'none'");
 }
 
 describe("HTML answers", () => {
@@ -40,7 +43,19 @@ describe("HTML answers", () => {
   });
 
   it("any answer served as HTML, wherever it comes from", async () => {
-    const paths = ["/", "/docs", "/docs/", "/docs/index.html", "/openapi.json", "/healthz", "/readyz", "/checkpoint", "/v1/entries/x", "/nothing-here", "/registry.v1.RegistryService/ResolveEntry"];
+    const paths = [
+      "/",
+      "/docs",
+      "/docs/",
+      "/docs/index.html",
+      "/openapi.json",
+      "/healthz",
+      "/readyz",
+      "/checkpoint",
+      "/v1/entries/x",
+      "/nothing-here",
+      "/registry.v1.RegistryService/ResolveEntry",
+    ];
     let html = 0;
     for (const path of paths) {
       const response = await fetch(url + path, { headers: { accept: "text/html" } });

@@ -147,7 +147,11 @@ const PATH_CASES: readonly PathCase[] = [
   { label: "a trailing slash", path: `/v1/entries/${ENCODED}/`, expect: "not_found" },
   { label: "a dot-dot segment before the DID", path: `/v1/entries/../entries/${ENCODED}`, expect: "not_found" },
   { label: "an encoded dot-dot segment", path: `/v1/entries/%2e%2e/${ENCODED}`, expect: "not_found" },
-  { label: "a path of 20,000 characters", path: `/v1/entries/did:reg:main:skill:${"a".repeat(20_000)}`, expect: ["invalid_argument", "http_414", "http_431"] },
+  {
+    label: "a path of 20,000 characters",
+    path: `/v1/entries/did:reg:main:skill:${"a".repeat(20_000)}`,
+    expect: ["invalid_argument", "http_414", "http_431"],
+  },
   { label: "versions of a DID with %40 and a version", path: `/v1/entries/${ENCODED}%401.0.0/versions`, expect: "invalid_argument" },
   { label: "a query parameter with NUL in its name", path: `/v1/entries/${ENCODED}?%00=1`, expect: "invalid_argument" },
   { label: "a __proto__ query parameter", path: `/v1/entries/${ENCODED}?__proto__[did]=x`, expect: "invalid_argument" },
@@ -175,7 +179,14 @@ describe("entry DIDs in REST paths, byte for byte", () => {
   });
 
   it.each([
-    ["raw UTF-8 bytes in the path", Buffer.concat([Buffer.from("GET /v1/entries/did:reg:main:skill:w"), Buffer.from("é", "utf8"), Buffer.from("b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")])],
+    [
+      "raw UTF-8 bytes in the path",
+      Buffer.concat([
+        Buffer.from("GET /v1/entries/did:reg:main:skill:w"),
+        Buffer.from("é", "utf8"),
+        Buffer.from("b HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"),
+      ]),
+    ],
     ["a raw space in the path", Buffer.from(`GET /v1/entries/${BASE} x HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)],
     ["a raw NUL in the path", Buffer.from(`GET /v1/entries/${BASE}\u0000 HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`, "latin1")],
     ["a path not starting with a slash", Buffer.from(`GET v1/entries/${BASE} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n`)],
@@ -228,7 +239,11 @@ const CREATE_CASES: readonly CreateCase[] = [
   { label: "the entry type hasOwnProperty", fields: { entryType: "hasOwnProperty" }, field: TYPE },
   { label: "an entry type of 10,000 characters", fields: { entryType: "s".repeat(10_000) }, field: TYPE },
   { label: "a non-ASCII entry type", fields: { entryType: "skíll" }, field: TYPE },
-  { label: "an entry type that differs from the DID's", fields: { entryType: "agent", entryDid: "did:reg:main:skill:abuse-ids-mismatch@1.0.0" }, field: TYPE },
+  {
+    label: "an entry type that differs from the DID's",
+    fields: { entryType: "agent", entryDid: "did:reg:main:skill:abuse-ids-mismatch@1.0.0" },
+    field: TYPE,
+  },
   { label: "a name of 129 characters", name: "a".repeat(129), field: ["entryDid"] },
   { label: "a name in upper case", name: "Web-Search", field: ["entryDid"] },
   { label: "a name starting with a dash", name: "-x", field: ["entryDid"] },
@@ -264,7 +279,10 @@ describe.each(PROTOCOLS)("identifiers in a create over %s", (protocol) => {
         return;
       }
       expectClientError(result, "invalid_argument");
-      expect(result.fields.some((f) => field.includes(f)), `fields ${JSON.stringify(result.fields)}: ${result.message}`).toBe(true);
+      expect(
+        result.fields.some((f) => field.includes(f)),
+        `fields ${JSON.stringify(result.fields)}: ${result.message}`,
+      ).toBe(true);
       // Nothing was stored under the name the DID carries.
       const stored = await client.versions(`did:reg:main:skill:${entryName}`);
       expect(stored.code).not.toBe("ok");

@@ -33,7 +33,8 @@ afterAll(async () => {
 });
 
 /** A resolve (of an unknown DID: 404 draws a read too) as `client`; its status. */
-const read = async (client: string) => (await fetch(`${url}/v1/entries/${encodeURIComponent(DID)}`, { headers: { "x-forwarded-for": client } })).status;
+const read = async (client: string) =>
+  (await fetch(`${url}/v1/entries/${encodeURIComponent(DID)}`, { headers: { "x-forwarded-for": client } })).status;
 
 /** A token request with a root token that is not one (401 draws a token request too); its status. */
 const tokenRequest = async (client: string) =>

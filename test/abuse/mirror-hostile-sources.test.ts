@@ -3,7 +3,15 @@ import http from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LARGEST_ANSWER_BYTES } from "../../src/mirror/mirror-settings.js";
-import { checkpointReaches, logKeyOf, mirrorDatabase, publishVersion, runMirrorCli, stateOf, type MirrorDatabase } from "../mirror/mirror-fixture.js";
+import {
+  checkpointReaches,
+  logKeyOf,
+  mirrorDatabase,
+  publishVersion,
+  runMirrorCli,
+  stateOf,
+  type MirrorDatabase,
+} from "../mirror/mirror-fixture.js";
 import { childEnv, PROJECT_ROOT, REGISTRY_BIN } from "../support/child-processes.js";
 import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
 
@@ -140,16 +148,19 @@ describe("registry mirror against hostile sources", () => {
   it("refuses an endless entry bundle once it passes the largest a bundle can be (exit 6), having read no more", async () => {
     const result = await mirrorFrom((req, res, written) => req.url!.startsWith("/tile/entries/") && flood(res, written), []);
     expect(result.code, result.stderr).toBe(6);
-    expect(result.stderr).toMatch(/^registry: mirror refused: GET http:\/\/127\.0\.0\.1:\d+\/tile\/entries\/000\.p\/40: the source's answer is longer than 16777472 bytes/);
+    expect(result.stderr).toMatch(
+      /^registry: mirror refused: GET http:\/\/127\.0\.0\.1:\d+\/tile\/entries\/000\.p\/40: the source's answer is longer than 16777472 bytes/,
+    );
     // What the server got written before the mirror hung up: the limit, and what sockets buffer.
     expect(result.sent).toBeLessThan(64 * 1024 * 1024);
   }, 120_000);
 
   it("refuses a checkpoint that says it is larger than a checkpoint can be, before reading it (exit 6)", async () => {
-    const result = await mirrorFrom(
-      (req, res) => req.url === "/checkpoint" && (res.writeHead(200, { "content-length": String(10 ** 10) }).write("x"), true),
-      [],
-    );
+    const result = await mirrorFrom((req, res) => {
+      if (req.url !== "/checkpoint") return false;
+      res.writeHead(200, { "content-length": String(10 ** 10) }).write("x");
+      return true;
+    }, []);
     expect(result.code, result.stderr).toBe(6);
     expect(result.stderr).toContain(`/checkpoint: the source's answer is longer than ${LARGEST_ANSWER_BYTES.checkpoint} bytes`);
   }, 120_000);
@@ -167,7 +178,10 @@ describe("registry mirror against hostile sources", () => {
   }, 120_000);
 
   it("stops within seconds of SIGTERM while the source never answers: 143 with --once, 0 when following, nothing written", async () => {
-    for (const [mode, expected] of [[["--once"], 143], [[], 0]] as const) {
+    for (const [mode, expected] of [
+      [["--once"], 143],
+      [[], 0],
+    ] as const) {
       const hostile = await startHostileSource((req) => req.url === "/checkpoint");
       const mirror = await mirrorDatabase();
       try {

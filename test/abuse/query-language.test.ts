@@ -43,7 +43,10 @@ afterAll(async () => {
   await setup?.close();
 });
 
-async function callWithin(protocol: Protocol, call: (client: ReturnType<typeof registryClient>) => Promise<CallResult>): Promise<CallResult> {
+async function callWithin(
+  protocol: Protocol,
+  call: (client: ReturnType<typeof registryClient>) => Promise<CallResult>,
+): Promise<CallResult> {
   const client = registryClient(protocol, registry.url);
   try {
     const { result, ms } = await timed(() => call(client));
@@ -73,9 +76,13 @@ interface QueryCase {
 const QUERY_CASES: readonly QueryCase[] = [
   // Shape and limits. Lists, paths and orderings are bounded by the query's 4 KiB alone.
   { label: "4 KiB of opening parentheses", query: sized(WHERE, "(", "") },
-  { label: "4 KiB of balanced parentheses", query: sized(WHERE, "(", "", 2000) + "name = 'x'" + ")".repeat(2000 - WHERE.length) },
+  { label: "4 KiB of balanced parentheses", query: `${sized(WHERE, "(", "", 2000)}name = 'x'${")".repeat(2000 - WHERE.length)}` },
   { label: "4 KiB of closing parentheses", query: sized(WHERE, ")", "") },
-  { label: "a query of 4 KiB and one byte", query: sized(WHERE + "description = '", "a", "'", MAX_QUERY_BYTES + 1), outcome: "refused whole" },
+  {
+    label: "a query of 4 KiB and one byte",
+    query: sized(`${WHERE}description = '`, "a", "'", MAX_QUERY_BYTES + 1),
+    outcome: "refused whole",
+  },
   { label: "a query of 200 KiB", query: WHERE + "a".repeat(200 * 1024), outcome: "refused whole" },
   { label: "65 predicates", query: predicates(65) },
   { label: "64 predicates (control)", query: predicates(64), outcome: "runs" },
@@ -84,12 +91,24 @@ const QUERY_CASES: readonly QueryCase[] = [
   { label: "1,000 NOTs", query: sized(WHERE, "NOT ", "name = 'x'") },
   { label: "an IN list of a thousand values", query: sized(`${WHERE}name IN (`, "'x',", "'x')"), outcome: "runs" },
   { label: "a data path of a thousand keys", query: sized(`${WHERE}data`, ".a", " = 1"), outcome: "runs" },
-  { label: "ORDER BY the same column 500 times", query: sized("SELECT entry_did FROM entries ORDER BY name", ", name", ""), outcome: "runs" },
+  {
+    label: "ORDER BY the same column 500 times",
+    query: sized("SELECT entry_did FROM entries ORDER BY name", ", name", ""),
+    outcome: "runs",
+  },
   { label: "every column, 400 times", query: sized("SELECT name", ", name", " FROM entries"), outcome: "runs" },
   // Wildcards and regular-expression syntax.
   { label: "a LIKE pattern of 4,000 %", query: sized(`${WHERE}description LIKE '`, "%", "'"), outcome: "runs" },
-  { label: "a LIKE pattern of %a repeated, over 2,000-letter texts", query: sized(`${WHERE}description LIKE '`, "%a", "%b'"), outcome: "runs" },
-  { label: "a LIKE pattern of %a repeated, over data texts", query: sized(`${WHERE}data.level.deeper.text LIKE '`, "%a", "%b'"), outcome: "runs" },
+  {
+    label: "a LIKE pattern of %a repeated, over 2,000-letter texts",
+    query: sized(`${WHERE}description LIKE '`, "%a", "%b'"),
+    outcome: "runs",
+  },
+  {
+    label: "a LIKE pattern of %a repeated, over data texts",
+    query: sized(`${WHERE}data.level.deeper.text LIKE '`, "%a", "%b'"),
+    outcome: "runs",
+  },
   { label: "a LIKE pattern of 4,000 _", query: sized(`${WHERE}description LIKE '`, "_", "'"), outcome: "runs" },
   { label: "a NOT LIKE of %_ repeated", query: sized(`${WHERE}description NOT LIKE '`, "%_", "b'"), outcome: "runs" },
   { label: "a CONTAINS of 4,000 % (literal, not a wildcard)", query: sized(`${WHERE}description CONTAINS '`, "%", "'"), outcome: "runs" },
@@ -98,7 +117,11 @@ const QUERY_CASES: readonly QueryCase[] = [
   { label: "a regular-expression operator", query: `${WHERE}name ~ 'a.*'` },
   { label: "SIMILAR TO", query: `${WHERE}name SIMILAR TO '(a|b)*'` },
   { label: "REGEXP", query: `${WHERE}name REGEXP '^(a+)+$'` },
-  { label: "a catastrophic-backtracking regex as a LIKE pattern (literal characters)", query: `${WHERE}description LIKE '(a+)+$'`, outcome: "runs" },
+  {
+    label: "a catastrophic-backtracking regex as a LIKE pattern (literal characters)",
+    query: `${WHERE}description LIKE '(a+)+$'`,
+    outcome: "runs",
+  },
   // Strings.
   { label: "an unterminated string", query: `${WHERE}name = 'abc` },
   { label: "an unterminated string of doubled quotes", query: sized(`${WHERE}name = '`, "''", "") },
@@ -190,12 +213,36 @@ interface CursorCase {
 }
 
 const CURSOR_CASES: readonly CursorCase[] = [
-  { label: "a byte changed in its middle", cursor: async () => { const c = await cursorOf(PAGED); return flip(c, Math.floor(c.length / 2)); } },
-  { label: "a byte changed in its signature", cursor: async () => { const c = await cursorOf(PAGED); return flip(c, c.length - 5); } },
+  {
+    label: "a byte changed in its middle",
+    cursor: async () => {
+      const c = await cursorOf(PAGED);
+      return flip(c, Math.floor(c.length / 2));
+    },
+  },
+  {
+    label: "a byte changed in its signature",
+    cursor: async () => {
+      const c = await cursorOf(PAGED);
+      return flip(c, c.length - 5);
+    },
+  },
   { label: "a byte changed in its first character", cursor: async () => flip(await cursorOf(PAGED), 0) },
   { label: "truncated by ten characters", cursor: async () => (await cursorOf(PAGED)).slice(0, -10) },
-  { label: "truncated to half", cursor: async () => { const c = await cursorOf(PAGED); return c.slice(0, c.length / 2); } },
-  { label: "doubled", cursor: async () => { const c = await cursorOf(PAGED); return c + c; } },
+  {
+    label: "truncated to half",
+    cursor: async () => {
+      const c = await cursorOf(PAGED);
+      return c.slice(0, c.length / 2);
+    },
+  },
+  {
+    label: "doubled",
+    cursor: async () => {
+      const c = await cursorOf(PAGED);
+      return c + c;
+    },
+  },
   { label: "with base64 padding", cursor: async () => `${await cursorOf(PAGED)}==` },
   { label: "with a trailing newline", cursor: async () => `${await cursorOf(PAGED)}\n` },
   { label: "in standard base64", cursor: async () => Buffer.from(await cursorOf(PAGED), "base64url").toString("base64") },
@@ -222,7 +269,8 @@ describe.each(PROTOCOLS)("cursors over %s", (protocol) => {
     const value = await cursor();
     const result = await callWithin(protocol, (client) => {
       if (sentWith === "discover") return client.discover({ ...PAGED_DISCOVER, cursor: value });
-      if (sentWith === "other query") return client.query({ query: "SELECT entry_did FROM entries ORDER BY sequence", limit: 3, cursor: value });
+      if (sentWith === "other query")
+        return client.query({ query: "SELECT entry_did FROM entries ORDER BY sequence", limit: 3, cursor: value });
       return client.query({ ...PAGED, cursor: value });
     });
     expectClientError(result, "invalid_argument");

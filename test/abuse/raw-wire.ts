@@ -74,7 +74,12 @@ export function http1Request(baseUrl: string, request: RawRequest): Promise<RawR
         const chunks: Buffer[] = [];
         response.on("data", (chunk: Buffer) => chunks.push(chunk));
         response.on("end", () => {
-          resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), trailers: response.trailers });
+          resolve({
+            status: response.statusCode ?? 0,
+            headers: response.headers,
+            body: Buffer.concat(chunks),
+            trailers: response.trailers,
+          });
           outgoing.destroy();
         });
         response.on("close", () => {
@@ -150,7 +155,11 @@ export function http2Request(baseUrl: string, request: RawRequest): Promise<RawR
  * (non-ASCII bytes in the request line or a header). Resolves with the answer's status line code
  * and its JSON body if it has one, once the server closes or answers with a complete body.
  */
-export function rawSocketRequest(baseUrl: string, bytes: Buffer, timeoutMs = DEFAULT_TIMEOUT_MS): Promise<{ status: number; body: string }> {
+export function rawSocketRequest(
+  baseUrl: string,
+  bytes: Buffer,
+  timeoutMs = DEFAULT_TIMEOUT_MS,
+): Promise<{ status: number; body: string }> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);
@@ -293,7 +302,12 @@ function grpcOutcome(transport: "grpc" | "grpc-web", response: RawResponse): Wir
   const number = status["grpc-status"];
   if (number === undefined) {
     // No gRPC answer at all: what the HTTP status says is all there is.
-    return { code: `http_${response.status}`, httpStatus: response.status, message: response.body.toString("utf8").slice(0, 200), fields: [] };
+    return {
+      code: `http_${response.status}`,
+      httpStatus: response.status,
+      message: response.body.toString("utf8").slice(0, 200),
+      fields: [],
+    };
   }
   const code = number === "0" ? "ok" : (CODE_NAMES.get(Number(number)) ?? `grpc_status_${number}`);
   const details = status["grpc-status-details-bin"];
@@ -311,7 +325,10 @@ function webTrailers(body: Buffer): Record<string, string> {
   for (let at = 0; at + 5 <= body.length; ) {
     const length = body.readUInt32BE(at + 1);
     if (((body[at] as number) & 0x80) !== 0) {
-      for (const line of body.subarray(at + 5, at + 5 + length).toString("latin1").split("\r\n")) {
+      for (const line of body
+        .subarray(at + 5, at + 5 + length)
+        .toString("latin1")
+        .split("\r\n")) {
         const colon = line.indexOf(":");
         if (colon > 0) trailers[line.slice(0, colon).trim().toLowerCase()] = line.slice(colon + 1).trim();
       }

@@ -74,7 +74,10 @@ async function expectHttpLimited(path: string, okStatus = 200): Promise<void> {
 async function expectRpcLimited(call: (headers: Record<string, string>) => Promise<unknown>): Promise<void> {
   const headers = from(freshClient());
   for (let i = 0; i < BURST; i++) await call(headers);
-  const error = await call(headers).then(() => undefined, (caught: unknown) => caught);
+  const error = await call(headers).then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
   expect(error).toBeInstanceOf(ConnectError);
   expect((error as ConnectError).code).toBe(Code.ResourceExhausted);
 }

@@ -60,6 +60,9 @@ it("answers requests that arrived on idle keep-alive connections while the loop 
   await closing;
   for (const { seen } of connections) {
     expect(seen.error).toBeUndefined();
-    expect(statusLines(seen.received)).toEqual([expect.stringMatching(/^HTTP\/1\.1 200 /), expect.stringMatching(/^HTTP\/1\.1 (200|503) /)]);
+    expect(statusLines(seen.received)).toEqual([
+      expect.stringMatching(/^HTTP\/1\.1 200 /),
+      expect.stringMatching(/^HTTP\/1\.1 (200|503) /),
+    ]);
   }
 });

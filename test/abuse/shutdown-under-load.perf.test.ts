@@ -4,14 +4,7 @@ import net from "node:net";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SHUTDOWN_LINGER_MS } from "../../src/transport/protocol-server.js";
-import {
-  childEnv,
-  freePort,
-  runCli,
-  startServerProcess,
-  temporaryDirectory,
-  type ServerProcess,
-} from "../support/child-processes.js";
+import { childEnv, freePort, runCli, startServerProcess, temporaryDirectory, type ServerProcess } from "../support/child-processes.js";
 import { createPublisher, type TestPublisher } from "../support/registry-fixture.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 
@@ -116,7 +109,8 @@ function http1Load(url: string, token: string, maxSockets: number): Load {
       request.on("error", (error: NodeJS.ErrnoException) => {
         if (error.code === "ECONNREFUSED") resolve({ kind: "not sent", why: error.code });
         // readableEnded: the server's FIN had been read (a reset would be "read ECONNRESET" instead).
-        else resolve({ kind: "reset", why: explain(error), sentAt, serverConnection: reused, endedByServer: socket?.readableEnded === true });
+        else
+          resolve({ kind: "reset", why: explain(error), sentAt, serverConnection: reused, endedByServer: socket?.readableEnded === true });
       });
       request.end(body);
     });
@@ -183,7 +177,12 @@ function http2Load(url: string, token: string, sessionPerRequest: boolean): Load
         }
       });
       stream.on("close", () =>
-        done({ kind: "reset", why: `stream closed without an answer (rstCode ${stream.rstCode})`, sentAt, serverConnection: established.has(session) }),
+        done({
+          kind: "reset",
+          why: `stream closed without an answer (rstCode ${stream.rstCode})`,
+          sentAt,
+          serverConnection: established.has(session),
+        }),
       );
       stream.end(body);
     });
@@ -293,21 +292,28 @@ const LOADS: Array<[string, (url: string, token: string) => Load]> = [
 ];
 
 describe.each(LOADS)("SIGTERM mid-load over %s", (name, makeLoad) => {
-  it(`answers or refuses every request sent before the signal, resetting none, in ${ROUNDS} rounds`, async () => {
-    const rounds: RoundReport[] = [];
-    for (let round = 1; round <= ROUNDS; round++) rounds.push(await runRound(round, makeLoad));
-    const report = JSON.stringify(rounds, null, 1);
-    console.info(`${name}: ${rounds.map((r) => JSON.stringify(r.tally)).join(" | ")}`);
-    expect(rounds.map((r) => r.serverResets), report).toEqual(rounds.map(() => 0));
-    for (const r of rounds) {
-      expect(r.exit, report).toMatchObject({ code: 0, signal: null });
-      expect(r.wrongAnswers, report).toEqual([]);
-      expect(r.tally["answered 201"] ?? 0, report).toBeGreaterThanOrEqual(SIGNAL_AFTER_ANSWERS);
-      // Idle keep-alive clients are told to go: a FIN (not a reset), or a GOAWAY.
-      expect(r.idleHttp1, report).toEqual({ closedByServer: true, error: undefined });
-      expect(r.idleHttp2, report).toEqual({ goaway: true, error: undefined });
-    }
-  }, ROUNDS * 90_000);
+  it(
+    `answers or refuses every request sent before the signal, resetting none, in ${ROUNDS} rounds`,
+    async () => {
+      const rounds: RoundReport[] = [];
+      for (let round = 1; round <= ROUNDS; round++) rounds.push(await runRound(round, makeLoad));
+      const report = JSON.stringify(rounds, null, 1);
+      console.info(`${name}: ${rounds.map((r) => JSON.stringify(r.tally)).join(" | ")}`);
+      expect(
+        rounds.map((r) => r.serverResets),
+        report,
+      ).toEqual(rounds.map(() => 0));
+      for (const r of rounds) {
+        expect(r.exit, report).toMatchObject({ code: 0, signal: null });
+        expect(r.wrongAnswers, report).toEqual([]);
+        expect(r.tally["answered 201"] ?? 0, report).toBeGreaterThanOrEqual(SIGNAL_AFTER_ANSWERS);
+        // Idle keep-alive clients are told to go: a FIN (not a reset), or a GOAWAY.
+        expect(r.idleHttp1, report).toEqual({ closedByServer: true, error: undefined });
+        expect(r.idleHttp2, report).toEqual({ goaway: true, error: undefined });
+      }
+    },
+    ROUNDS * 90_000,
+  );
 });
 
 /**
@@ -346,7 +352,8 @@ function isWrongAnswer(outcome: Outcome): boolean {
 function tallyOf(outcomes: readonly Outcome[], signalAt: number, idleCloseFrom: number): Record<string, number> {
   const tally: Record<string, number> = {};
   for (const outcome of outcomes) {
-    const when = outcome.sentAt === undefined ? "never sent" : outcome.sentAt < signalAt ? "sent before the signal" : "sent after the signal";
+    const when =
+      outcome.sentAt === undefined ? "never sent" : outcome.sentAt < signalAt ? "sent before the signal" : "sent after the signal";
     const where =
       outcome.serverConnection !== true
         ? ""

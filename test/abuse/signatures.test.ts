@@ -1,7 +1,13 @@
 import * as ed from "@noble/ed25519";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { entrySigningPayload, revocationSigningPayload, REVOKE_PAYLOAD_TYPE } from "../../src/domain/signing-payload.js";
-import { createPublisher, startPublishingRegistry, type PublishingSetup, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
+import {
+  createPublisher,
+  startPublishingRegistry,
+  type PublishingSetup,
+  type TestPublisher,
+  type TestRegistry,
+} from "../support/registry-fixture.js";
 import { PROTOCOLS, registryClient } from "../support/protocol-clients.js";
 import { expectClientError } from "./client-error.js";
 import { BASE_POINT_SIGNATURE } from "../support/signature-vectors.js";
@@ -90,21 +96,61 @@ const MALFORMED: readonly SignatureCase[] = [
 
 const WRONG_MESSAGE: readonly SignatureCase[] = [
   { label: "R the base point, S = 1 (well-formed, made by no key)", signature: () => BASE_POINT_SIGNATURE, says: DOES_NOT_VERIFY },
-  { label: "a valid signature of another entry", signature: async (e) => (await publisher.entry(`${e.entryDid.split(":")[4]!.split("@")[0]}-other`, "1.0.0")).signature, says: DOES_NOT_VERIFY },
-  { label: "the same entry signed by another key", signature: async (e) => signBytes(entrySigningPayload(e as never), other.keys.privateKey), says: DOES_NOT_VERIFY },
-  { label: "the payload with its keys unsorted", signature: (e) => signBytes(utf8(JSON.stringify(Object.fromEntries(Object.entries(payloadObject(e)).reverse())))), says: DOES_NOT_VERIFY },
+  {
+    label: "a valid signature of another entry",
+    signature: async (e) => (await publisher.entry(`${e.entryDid.split(":")[4]!.split("@")[0]}-other`, "1.0.0")).signature,
+    says: DOES_NOT_VERIFY,
+  },
+  {
+    label: "the same entry signed by another key",
+    signature: async (e) => signBytes(entrySigningPayload(e as never), other.keys.privateKey),
+    says: DOES_NOT_VERIFY,
+  },
+  {
+    label: "the payload with its keys unsorted",
+    signature: (e) => signBytes(utf8(JSON.stringify(Object.fromEntries(Object.entries(payloadObject(e)).reverse())))),
+    says: DOES_NOT_VERIFY,
+  },
   {
     label: "the canonical payload with whitespace",
     signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys(payloadObject(e)), null, 1))),
     says: DOES_NOT_VERIFY,
   },
-  { label: "the canonical payload with non-ASCII escaped", signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys(payloadObject(e))).replace(/é/g, "\\u00e9"))), says: DOES_NOT_VERIFY },
-  { label: "the payload without payloadType", signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys({ ...payloadObject(e), payloadType: undefined })))), says: DOES_NOT_VERIFY },
-  { label: "the revocation payload type (a cross-purpose replay)", signature: (e) => signBytes(revocationSigningPayload(e.entryDid, "x")), says: DOES_NOT_VERIFY },
-  { label: "the payload with the revocation's payloadType", signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys({ ...payloadObject(e), payloadType: REVOKE_PAYLOAD_TYPE })))), says: DOES_NOT_VERIFY },
-  { label: "the payload with absent fields left out instead of empty", signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys({ ...payloadObject(e), bondAmount: undefined, tags: undefined })))), says: DOES_NOT_VERIFY },
-  { label: "the description in another Unicode normalisation", signature: (e) => signBytes(entrySigningPayload({ ...e, description: e.description.normalize("NFD") } as never)), says: DOES_NOT_VERIFY },
-  { label: "the tags in another order", signature: (e) => signBytes(entrySigningPayload({ ...e, tags: [...e.tags].reverse() } as never)), says: DOES_NOT_VERIFY },
+  {
+    label: "the canonical payload with non-ASCII escaped",
+    signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys(payloadObject(e))).replace(/é/g, "\\u00e9"))),
+    says: DOES_NOT_VERIFY,
+  },
+  {
+    label: "the payload without payloadType",
+    signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys({ ...payloadObject(e), payloadType: undefined })))),
+    says: DOES_NOT_VERIFY,
+  },
+  {
+    label: "the revocation payload type (a cross-purpose replay)",
+    signature: (e) => signBytes(revocationSigningPayload(e.entryDid, "x")),
+    says: DOES_NOT_VERIFY,
+  },
+  {
+    label: "the payload with the revocation's payloadType",
+    signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys({ ...payloadObject(e), payloadType: REVOKE_PAYLOAD_TYPE })))),
+    says: DOES_NOT_VERIFY,
+  },
+  {
+    label: "the payload with absent fields left out instead of empty",
+    signature: (e) => signBytes(utf8(JSON.stringify(sortedKeys({ ...payloadObject(e), bondAmount: undefined, tags: undefined })))),
+    says: DOES_NOT_VERIFY,
+  },
+  {
+    label: "the description in another Unicode normalisation",
+    signature: (e) => signBytes(entrySigningPayload({ ...e, description: e.description.normalize("NFD") } as never)),
+    says: DOES_NOT_VERIFY,
+  },
+  {
+    label: "the tags in another order",
+    signature: (e) => signBytes(entrySigningPayload({ ...e, tags: [...e.tags].reverse() } as never)),
+    says: DOES_NOT_VERIFY,
+  },
 ];
 
 /** A JSON value with object keys sorted (JCS's order for ASCII keys), undefined members dropped. */
@@ -173,7 +219,14 @@ describe.each(PROTOCOLS)("entry signatures over %s", (protocol) => {
   });
 
   it("refuses an entry changed after signing, in each signed field", async () => {
-    const changes: Record<string, unknown> = { description: "changed", tags: ["changed"], data: { license: "GPL" }, contentHash: `sha256:${"cd".repeat(32)}`, bondAmount: "101 USDC", publishedAt: new Date(Date.parse(SECOND) - 1000).toISOString() };
+    const changes: Record<string, unknown> = {
+      description: "changed",
+      tags: ["changed"],
+      data: { license: "GPL" },
+      contentHash: `sha256:${"cd".repeat(32)}`,
+      bondAmount: "101 USDC",
+      publishedAt: new Date(Date.parse(SECOND) - 1000).toISOString(),
+    };
     await withClient(async (client) => {
       for (const [field, value] of Object.entries(changes)) {
         const entry = await publisher.entry(fresh(), "1.0.0");
@@ -207,13 +260,33 @@ describe.each(PROTOCOLS)("revocation signatures over %s", (protocol) => {
     { label: "85 characters", signature: async () => (await publisher.revocation(did, REASON)).signature.slice(0, -1) },
     { label: "padding (==)", signature: async () => `${(await publisher.revocation(did, REASON)).signature}==` },
     { label: "no prefix", signature: async () => (await publisher.revocation(did, REASON)).signature.slice(8) },
-    { label: "a signature over another reason", signature: async () => (await publisher.revocation(did, "another reason")).signature, says: DOES_NOT_VERIFY },
-    { label: "a signature over the DID without its version", signature: async () => (await publisher.revocation(did.replace("@1.0.0", ""), REASON)).signature, says: DOES_NOT_VERIFY },
-    { label: "a signature over the DID as percent-encoded", signature: async () => (await publisher.revocation(did.replace("@", "%40"), REASON)).signature, says: DOES_NOT_VERIFY },
+    {
+      label: "a signature over another reason",
+      signature: async () => (await publisher.revocation(did, "another reason")).signature,
+      says: DOES_NOT_VERIFY,
+    },
+    {
+      label: "a signature over the DID without its version",
+      signature: async () => (await publisher.revocation(did.replace("@1.0.0", ""), REASON)).signature,
+      says: DOES_NOT_VERIFY,
+    },
+    {
+      label: "a signature over the DID as percent-encoded",
+      signature: async () => (await publisher.revocation(did.replace("@", "%40"), REASON)).signature,
+      says: DOES_NOT_VERIFY,
+    },
     { label: "a signature by another key", signature: async () => (await other.revocation(did, REASON)).signature, says: DOES_NOT_VERIFY },
-    { label: "the entry's own create signature (a cross-purpose replay)", signature: async () => (await publisher.entry(name, "1.0.0")).signature, says: DOES_NOT_VERIFY },
+    {
+      label: "the entry's own create signature (a cross-purpose replay)",
+      signature: async () => (await publisher.entry(name, "1.0.0")).signature,
+      says: DOES_NOT_VERIFY,
+    },
     { label: "all zero bytes (R of small order)", signature: () => encode(new Uint8Array(64)), says: "is a point of small order" },
-    { label: "a signature over JSON with the keys unsorted", signature: () => signBytes(utf8(JSON.stringify({ reason: REASON, entryDid: did, payloadType: REVOKE_PAYLOAD_TYPE }))), says: DOES_NOT_VERIFY },
+    {
+      label: "a signature over JSON with the keys unsorted",
+      signature: () => signBytes(utf8(JSON.stringify({ reason: REASON, entryDid: did, payloadType: REVOKE_PAYLOAD_TYPE }))),
+      says: DOES_NOT_VERIFY,
+    },
   ];
 
   it.each(revokeCases)("refuses $label", async ({ signature, says }) => {

@@ -45,7 +45,10 @@ beforeAll(async () => {
   issuerKey = { kid: row.kid, privateKey: (await importJWK(privateJwk, "EdDSA")) as CryptoKey, publicX: privateJwk.x! };
   const pair = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true });
   stranger = { privateKey: pair.privateKey, publicJwk: await exportJWK(pair.publicKey) };
-  const seeded = await callRaw("rest", registry.url, "CreateEntry", { body: JSON.stringify(await publisher.entry(SEEDED_NAME, "1.0.0")), headers: { authorization: `Bearer ${token}` } });
+  const seeded = await callRaw("rest", registry.url, "CreateEntry", {
+    body: JSON.stringify(await publisher.entry(SEEDED_NAME, "1.0.0")),
+    headers: { authorization: `Bearer ${token}` },
+  });
   expect(seeded.code, seeded.message).toBe("ok");
 });
 
@@ -56,7 +59,10 @@ afterAll(async () => {
 /** A token as the issuer would make it for the publisher, with one thing changed. */
 function forge(options: ForgeOptions & { key?: CryptoKey } = {}): Promise<string> {
   const { key, claims, ...rest } = options;
-  return forgeToken(key ?? issuerKey.privateKey, issuerKey.kid, { ...rest, claims: { iss: ISSUER, aud: AUDIENCE, sub: publisher.did, ...claims } });
+  return forgeToken(key ?? issuerKey.privateKey, issuerKey.kid, {
+    ...rest,
+    claims: { iss: ISSUER, aud: AUDIENCE, sub: publisher.did, ...claims },
+  });
 }
 
 const now = () => Math.floor(Date.now() / 1000);
@@ -100,39 +106,83 @@ const HEADER_CASES: readonly HeaderCase[] = [
   { label: "a truncated token (no signature)", header: () => `Bearer ${token.split(".").slice(0, 2).join(".")}` },
   { label: "a token cut mid-signature", header: () => `Bearer ${token.slice(0, -10)}` },
   { label: "a token with a character changed in its signature", header: () => `Bearer ${withCharacterChanged(token, token.length - 20)}` },
-  { label: "a token with a character changed in its payload", header: () => `Bearer ${withCharacterChanged(token, token.indexOf(".") + 10)}` },
+  {
+    label: "a token with a character changed in its payload",
+    header: () => `Bearer ${withCharacterChanged(token, token.indexOf(".") + 10)}`,
+  },
   { label: "a token of 3,000 segments", header: () => `Bearer ${Array(3000).fill("e30").join(".")}` },
   { label: "a header that is not JSON", header: () => `Bearer ${b64("not json")}.${b64({ sub: "x" })}.${b64("sig")}` },
-  { label: "a payload that is not JSON", header: () => `Bearer ${b64({ alg: "EdDSA", typ: "at+jwt", kid: issuerKey.kid })}.${b64("{")}.${b64("sig")}` },
+  {
+    label: "a payload that is not JSON",
+    header: () => `Bearer ${b64({ alg: "EdDSA", typ: "at+jwt", kid: issuerKey.kid })}.${b64("{")}.${b64("sig")}`,
+  },
   { label: "characters outside base64url", header: () => `Bearer ${token.replace(/\./g, "+.")}` },
-  { label: "a JWE-shaped token (five parts)", header: () => `Bearer ${b64({ alg: "dir", enc: "A256GCM" })}..${b64("iv")}.${b64("ct")}.${b64("tag")}` },
+  {
+    label: "a JWE-shaped token (five parts)",
+    header: () => `Bearer ${b64({ alg: "dir", enc: "A256GCM" })}..${b64("iv")}.${b64("ct")}.${b64("tag")}`,
+  },
   // Signed JWTs the verifier must refuse.
-  { label: 'alg "none"', header: () => `Bearer ${unsignedToken(issuerKey.kid, { iss: ISSUER, aud: AUDIENCE, sub: publisher.did, scope: "registry.publish.*" })}` },
+  {
+    label: 'alg "none"',
+    header: () => `Bearer ${unsignedToken(issuerKey.kid, { iss: ISSUER, aud: AUDIENCE, sub: publisher.did, scope: "registry.publish.*" })}`,
+  },
   { label: "HS256 keyed with the published public key", header: () => hs256WithPublicKey() },
   { label: 'typ "JWT"', header: async () => `Bearer ${await forge({ header: { typ: "JWT" } })}` },
   { label: "no typ", header: async () => `Bearer ${await forge({ header: { typ: undefined } })}` },
   { label: "expired beyond the skew", header: async () => `Bearer ${await forge({ claims: { iat: now() - 1000, exp: now() - 120 } })}` },
-  { label: "issued an hour in the future", header: async () => `Bearer ${await forge({ claims: { iat: now() + 3600, exp: now() + 7200 } })}` },
+  {
+    label: "issued an hour in the future",
+    header: async () => `Bearer ${await forge({ claims: { iat: now() + 3600, exp: now() + 7200 } })}`,
+  },
   { label: "not valid before an hour from now", header: async () => `Bearer ${await forge({ claims: { nbf: now() + 3600 } })}` },
   { label: "no exp", header: async () => `Bearer ${await forge({ omit: ["exp"] })}` },
   { label: "exp as a string", header: async () => `Bearer ${await forge({ claims: { exp: String(now() + 600) as never } })}` },
   { label: "another issuer", header: async () => `Bearer ${await forge({ claims: { iss: "http://evil.test" } })}` },
   { label: "another audience", header: async () => `Bearer ${await forge({ claims: { aud: "someone-else" } })}` },
-  { label: "an unknown kid, signed by another key", header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "unknown-kid" } })}` },
+  {
+    label: "an unknown kid, signed by another key",
+    header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "unknown-kid" } })}`,
+  },
   { label: "the issuer's kid, signed by another key", header: async () => `Bearer ${await forge({ key: stranger.privateKey })}` },
-  { label: "another key embedded as jwk", header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: undefined, jwk: stranger.publicJwk } })}` },
-  { label: "a jku pointing elsewhere", header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "k", jku: "http://127.0.0.1:1/jwks.json" } })}` },
-  { label: "a crit header the verifier does not know", header: async () => `Bearer ${await signedByIssuer({ alg: "EdDSA", typ: "at+jwt", kid: issuerKey.kid, crit: ["x-unknown"], "x-unknown": 1 })}` },
-  { label: "a kid with a path traversal", header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "../../../etc/passwd" } })}` },
+  {
+    label: "another key embedded as jwk",
+    header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: undefined, jwk: stranger.publicJwk } })}`,
+  },
+  {
+    label: "a jku pointing elsewhere",
+    header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "k", jku: "http://127.0.0.1:1/jwks.json" } })}`,
+  },
+  {
+    label: "a crit header the verifier does not know",
+    header: async () =>
+      `Bearer ${await signedByIssuer({ alg: "EdDSA", typ: "at+jwt", kid: issuerKey.kid, crit: ["x-unknown"], "x-unknown": 1 })}`,
+  },
+  {
+    label: "a kid with a path traversal",
+    header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "../../../etc/passwd" } })}`,
+  },
   { label: "a kid with SQL", header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "' OR '1'='1" } })}` },
   { label: "a kid with NUL", header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "k\u0000" } })}` },
   { label: "a kid of 4 KiB", header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: "k".repeat(4096) } })}` },
-  { label: "a kid that is an object", header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: { $ne: null } } })}` },
-  { label: "a scope that is a list", header: async () => `Bearer ${await forge({ claims: { scope: ["registry.publish.skill"] as never } })}` },
+  {
+    label: "a kid that is an object",
+    header: async () => `Bearer ${await forge({ key: stranger.privateKey, header: { kid: { $ne: null } } })}`,
+  },
+  {
+    label: "a scope that is a list",
+    header: async () => `Bearer ${await forge({ claims: { scope: ["registry.publish.skill"] as never } })}`,
+  },
   // Signed by the issuer itself, for a subject that is not the publisher: authentic, not authorized.
-  { label: "a subject with NUL", expect: "permission_denied", header: async () => `Bearer ${await forge({ claims: { sub: `${publisher.did}\u0000` } })}` },
+  {
+    label: "a subject with NUL",
+    expect: "permission_denied",
+    header: async () => `Bearer ${await forge({ claims: { sub: `${publisher.did}\u0000` } })}`,
+  },
   // Credentials of the other kind.
-  { label: "a root token in place of an access token", header: async () => `Bearer ${await registry.rootToken(publisher.did, ["registry.publish.skill"])}` },
+  {
+    label: "a root token in place of an access token",
+    header: async () => `Bearer ${await registry.rootToken(publisher.did, ["registry.publish.skill"])}`,
+  },
   { label: "a root-token-shaped garbage string", header: () => `Bearer regrt_${randomBytes(32).toString("base64url")}` },
 ];
 
@@ -143,7 +193,15 @@ function withCharacterChanged(jwt: string, index: number): string {
 
 /** A JWT with exactly this header, signed by the issuer's key (jose refuses to sign some headers). */
 async function signedByIssuer(header: Record<string, unknown>): Promise<string> {
-  const claims = { iss: ISSUER, aud: AUDIENCE, sub: publisher.did, scope: "registry.publish.skill", iat: now(), exp: now() + 600, jti: randomBytes(8).toString("hex") };
+  const claims = {
+    iss: ISSUER,
+    aud: AUDIENCE,
+    sub: publisher.did,
+    scope: "registry.publish.skill",
+    iat: now(),
+    exp: now() + 600,
+    jti: randomBytes(8).toString("hex"),
+  };
   const input = `${b64(header)}.${b64(claims)}`;
   const signature = await crypto.subtle.sign({ name: "Ed25519" }, issuerKey.privateKey, new TextEncoder().encode(input));
   return `${input}.${Buffer.from(signature).toString("base64url")}`;
@@ -188,7 +246,10 @@ describe.each(TRANSPORTS)("authorization of a create over %s", (transport) => {
     if (result.code === "unauthenticated" && result.httpStatus !== undefined) expect(result.httpStatus).toBe(401);
     expect(result.message ?? "").not.toContain(token.slice(0, 20));
     // Nothing was published, and ordinary calls are still answered.
-    const resolved = await http1Request(registry.url, { method: "GET", path: `/v1/entries/${encodeURIComponent(`did:reg:main:skill:${name}`)}` });
+    const resolved = await http1Request(registry.url, {
+      method: "GET",
+      path: `/v1/entries/${encodeURIComponent(`did:reg:main:skill:${name}`)}`,
+    });
     expect(httpOutcome(resolved).code).toBe("not_found");
     await expectStillServing(registry.url, FOLLOW_UP[transport], SEEDED);
   });
@@ -213,7 +274,10 @@ describe("authorization headers node's client will not write", () => {
   ])("%s in the header is a client error", async (_label, value) => {
     const body = await createBody("rest", `abuse-token-raw-${randomBytes(4).toString("hex")}`);
     const head = `POST /v1/entries HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body as string)}\r\nConnection: close\r\nAuthorization: `;
-    const { status } = await rawSocketRequest(registry.url, Buffer.concat([Buffer.from(head), value, Buffer.from(`\r\n\r\n${body as string}`)]));
+    const { status } = await rawSocketRequest(
+      registry.url,
+      Buffer.concat([Buffer.from(head), value, Buffer.from(`\r\n\r\n${body as string}`)]),
+    );
     expect(status).toBeGreaterThanOrEqual(400);
     expect(status).toBeLessThan(500);
     await expectStillServing(registry.url, "rest", SEEDED);
@@ -250,7 +314,9 @@ describe("POST /v1/tokens with credentials that are no root token", () => {
   const issue = async (authorization: string | undefined) => {
     const headers: Record<string, string> = { "content-type": "application/json" };
     if (authorization !== undefined) headers.authorization = authorization;
-    return httpOutcome(await http1Request(registry.url, { path: "/v1/tokens", headers, body: JSON.stringify({ scopes: ["registry.publish.skill"] }) }));
+    return httpOutcome(
+      await http1Request(registry.url, { path: "/v1/tokens", headers, body: JSON.stringify({ scopes: ["registry.publish.skill"] }) }),
+    );
   };
 
   const notRootTokens: readonly (readonly [string, () => Promise<string> | string])[] = [
@@ -285,7 +351,11 @@ describe("POST /v1/tokens with credentials that are no root token", () => {
     ["a scope of 10,000 characters", { scopes: [`registry.publish.${"s".repeat(10_000)}`] }],
   ] as const)("a genuine root token asking for %s is a client error", async (_label, body) => {
     const root = await registry.rootToken(publisher.did, ["registry.publish.*"]);
-    const response = await http1Request(registry.url, { path: "/v1/tokens", headers: { "content-type": "application/json", authorization: `Bearer ${root}` }, body: JSON.stringify(body) });
+    const response = await http1Request(registry.url, {
+      path: "/v1/tokens",
+      headers: { "content-type": "application/json", authorization: `Bearer ${root}` },
+      body: JSON.stringify(body),
+    });
     expectClientError(httpOutcome(response), ["invalid_argument", "permission_denied"]);
   });
 });
@@ -296,7 +366,11 @@ describe("reads need no credentials", () => {
     ["an expired token's shape", "Bearer e30.e30.e30"],
     ["8 KiB of garbage", `Bearer ${"A".repeat(8 * 1024)}`],
   ])("a resolve with %s is answered as a resolve", async (_label, authorization) => {
-    const response = await http1Request(registry.url, { method: "GET", path: `/v1/entries/${encodeURIComponent(SEEDED)}`, headers: { authorization } });
+    const response = await http1Request(registry.url, {
+      method: "GET",
+      path: `/v1/entries/${encodeURIComponent(SEEDED)}`,
+      headers: { authorization },
+    });
     expect(httpOutcome(response).code).toBe("ok");
   });
 });

@@ -2,10 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { SignJWT, type JWK } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createAccessTokenVerifier,
-  type AccessTokenVerifier,
-} from "../../src/auth/access-token-verifier.js";
+import { createAccessTokenVerifier, type AccessTokenVerifier } from "../../src/auth/access-token-verifier.js";
 import type { AuthRepository } from "../../src/auth/auth-repository.js";
 import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { createTokenIssuer, type TokenIssuer } from "../../src/auth/token-issuer.js";
@@ -72,7 +69,9 @@ const now = () => Math.floor(Date.now() / 1000);
 describe("authenticate", () => {
   it("accepts a hand-built token that matches what the issuer makes (control for the cases below)", async () => {
     const subject = randomDid();
-    const token = await forgeToken(issuerKey.privateKey, kid, { claims: { sub: subject, scope: "registry.admin  registry.publish.skill" } });
+    const token = await forgeToken(issuerKey.privateKey, kid, {
+      claims: { sub: subject, scope: "registry.admin  registry.publish.skill" },
+    });
     expect(await verifier.authenticate(`Bearer ${token}`)).toEqual({
       subject,
       scopes: ["registry.admin", "registry.publish.skill"],
@@ -185,22 +184,13 @@ describe("authenticate", () => {
   });
 
   it("refuses a token for another audience or from another issuer", async () => {
-    await expectUnauthenticated(
-      await forgeToken(issuerKey.privateKey, kid, { claims: { aud: "another-service" } }),
-      /audience/,
-    );
-    await expectUnauthenticated(
-      await forgeToken(issuerKey.privateKey, kid, { claims: { iss: "https://evil.example" } }),
-      /issuer/,
-    );
+    await expectUnauthenticated(await forgeToken(issuerKey.privateKey, kid, { claims: { aud: "another-service" } }), /audience/);
+    await expectUnauthenticated(await forgeToken(issuerKey.privateKey, kid, { claims: { iss: "https://evil.example" } }), /issuer/);
   });
 
   it('refuses a token whose typ is not "at+jwt"', async () => {
     await expectUnauthenticated(await forgeToken(issuerKey.privateKey, kid, { header: { typ: "JWT" } }), /typ/);
-    await expectUnauthenticated(
-      await forgeToken(issuerKey.privateKey, kid, { header: { typ: undefined } }),
-      /typ/,
-    );
+    await expectUnauthenticated(await forgeToken(issuerKey.privateKey, kid, { header: { typ: undefined } }), /typ/);
   });
 
   it("refuses a token without a kid", async () => {
@@ -219,10 +209,7 @@ describe("authenticate", () => {
       await forgeToken(issuerKey.privateKey, kid, { claims: { scope: ["registry.admin"] as unknown as string } }),
       /scope/,
     );
-    await expectUnauthenticated(
-      await forgeToken(issuerKey.privateKey, kid, { claims: { exp: "tomorrow" as unknown as number } }),
-      /exp/,
-    );
+    await expectUnauthenticated(await forgeToken(issuerKey.privateKey, kid, { claims: { exp: "tomorrow" as unknown as number } }), /exp/);
     for (const clientId of [7, "", "rt_XYZ", "regrt_secret"]) {
       await expectUnauthenticated(
         await forgeToken(issuerKey.privateKey, kid, { claims: { client_id: clientId } }),
@@ -245,7 +232,10 @@ describe("with its root tokens in the same database", () => {
 
   it("refuses a token it accepted before, once its root token is revoked, and only that root token's", async () => {
     const subject = randomDid();
-    const [revoked, kept] = [await mintRootToken(repository, ["registry.admin"], subject), await mintRootToken(repository, ["registry.admin"], subject)];
+    const [revoked, kept] = [
+      await mintRootToken(repository, ["registry.admin"], subject),
+      await mintRootToken(repository, ["registry.admin"], subject),
+    ];
     const revokedAccess = (await issuer.issueToken(`Bearer ${revoked.token}`, { scopes: ["registry.admin"] })).accessToken;
     const keptAccess = (await issuer.issueToken(`Bearer ${kept.token}`, { scopes: ["registry.admin"] })).accessToken;
     await checking.authenticate(`Bearer ${revokedAccess}`);

@@ -37,7 +37,13 @@ afterAll(async () => {
 type AdminMethod = "CreateRootToken" | "ListRootTokens" | "RevokeRootToken";
 
 /** One AdminService call over `protocol`, with `authorization` sent as is (or not at all). */
-async function callAdmin(protocol: Protocol, url: string, method: AdminMethod, request: Record<string, unknown>, authorization?: string): Promise<CallResult> {
+async function callAdmin(
+  protocol: Protocol,
+  url: string,
+  method: AdminMethod,
+  request: Record<string, unknown>,
+  authorization?: string,
+): Promise<CallResult> {
   const desc = AdminService.methods.find((candidate) => candidate.name === method)!;
   const headers: Record<string, string> = authorization === undefined ? {} : { authorization };
   if (protocol === "rest") {
@@ -66,14 +72,19 @@ async function callAdmin(protocol: Protocol, url: string, method: AdminMethod, r
       if (authorization !== undefined) metadata.set("authorization", authorization);
       try {
         const response = await new Promise<any>((resolve, reject) =>
-          client[method](message, metadata, (error: grpc.ServiceError | null, answer: any) => (error === null ? resolve(answer) : reject(error))),
+          client[method](message, metadata, (error: grpc.ServiceError | null, answer: any) =>
+            error === null ? resolve(answer) : reject(error),
+          ),
         );
         return { code: "ok", body: toJson(desc.output, response, { alwaysEmitImplicit: true }), message: "", fields: [] };
       } finally {
         client.close();
       }
     }
-    const transport = protocol === "connect" ? createConnectTransport({ baseUrl: url, httpVersion: "1.1" }) : createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1" });
+    const transport =
+      protocol === "connect"
+        ? createConnectTransport({ baseUrl: url, httpVersion: "1.1" })
+        : createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1" });
     const client = createClient(AdminService, transport) as unknown as Record<string, (request: unknown, options: unknown) => Promise<any>>;
     const response = await client[desc.localName]!(message, { headers });
     return { code: "ok", body: toJson(desc.output, response, { alwaysEmitImplicit: true }), message: "", fields: [] };
@@ -127,7 +138,13 @@ describe("root tokens through the admin API", () => {
     for (const protocol of PROTOCOLS) {
       const publisher = await createPublisher();
       const bearer = `Bearer ${credential}`;
-      const created = await callAdmin(protocol, registry.url, "CreateRootToken", { subject: publisher.did, scopes: ["registry.publish.skill"], description: protocol }, bearer);
+      const created = await callAdmin(
+        protocol,
+        registry.url,
+        "CreateRootToken",
+        { subject: publisher.did, scopes: ["registry.publish.skill"], description: protocol },
+        bearer,
+      );
       expect(created.code, protocol).toBe("ok");
       if (protocol === "rest") expect(created.httpStatus).toBe(200);
       const { token, rootToken } = created.body;
@@ -150,10 +167,22 @@ describe("root tokens through the admin API", () => {
   it("names the fields a request breaks, and an unknown id is not found", async () => {
     const bearer = `Bearer ${credential}`;
     for (const protocol of PROTOCOLS) {
-      const bad = await callAdmin(protocol, registry.url, "CreateRootToken", { subject: "did:web:example.com", scopes: ["registry.publish.nope"], description: "x".repeat(501) }, bearer);
+      const bad = await callAdmin(
+        protocol,
+        registry.url,
+        "CreateRootToken",
+        { subject: "did:web:example.com", scopes: ["registry.publish.nope"], description: "x".repeat(501) },
+        bearer,
+      );
       expect(bad.code, protocol).toBe("invalid_argument");
       expect([...bad.fields].sort()).toEqual(["description", "scopes[0]", "subject"]);
-      const none = await callAdmin(protocol, registry.url, "CreateRootToken", { subject: (await createPublisher()).did, scopes: [] }, bearer);
+      const none = await callAdmin(
+        protocol,
+        registry.url,
+        "CreateRootToken",
+        { subject: (await createPublisher()).did, scopes: [] },
+        bearer,
+      );
       expect(none.fields).toEqual(["scopes"]);
       const missing = await callAdmin(protocol, registry.url, "RevokeRootToken", { id: "rt_0000000000000000" }, bearer);
       expect(missing.code, protocol).toBe("not_found");

@@ -85,9 +85,7 @@ export async function forgeToken(key: CryptoKey, kid: string, options: ForgeOpti
   // A header member given as undefined is left out, so a test can drop typ or kid.
   const header: Record<string, unknown> = { alg: "EdDSA", typ: "at+jwt", kid, ...options.header };
   for (const [name, value] of Object.entries(header)) if (value === undefined) delete header[name];
-  return new SignJWT(claims)
-    .setProtectedHeader(header as { alg: string })
-    .sign(key);
+  return new SignJWT(claims).setProtectedHeader(header as { alg: string }).sign(key);
 }
 
 /** An unsigned JWT (alg "none"), which no verifier may accept. */

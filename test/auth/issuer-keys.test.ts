@@ -2,12 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { createAccessTokenVerifier } from "../../src/auth/access-token-verifier.js";
 import type { AuthRepository } from "../../src/auth/auth-repository.js";
 import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
-import {
-  ensureSigningKey,
-  loadIssuerKeySet,
-  rotateIssuerKey,
-  type IssuerKeyOptions,
-} from "../../src/auth/issuer-keys.js";
+import { ensureSigningKey, loadIssuerKeySet, rotateIssuerKey, type IssuerKeyOptions } from "../../src/auth/issuer-keys.js";
 import { createTokenIssuer } from "../../src/auth/token-issuer.js";
 import { UnauthenticatedError } from "../../src/errors.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";

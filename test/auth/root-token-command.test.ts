@@ -60,7 +60,15 @@ describe("registry root-token", () => {
   const subject = randomDid();
 
   it("create prints the token alone on stdout, and the token works", async () => {
-    const result = await run("create", "--subject", subject, "--scopes", "registry.publish.skill, registry.admin", "--description", "ci bot");
+    const result = await run(
+      "create",
+      "--subject",
+      subject,
+      "--scopes",
+      "registry.publish.skill, registry.admin",
+      "--description",
+      "ci bot",
+    );
     expect(result.code).toBe(0);
     expect(result.stdout).toMatch(/^regrt_[A-Za-z0-9_-]{43}\n$/);
     token = result.stdout.trim();
@@ -85,7 +93,10 @@ describe("registry root-token", () => {
     expect(table.stdout).not.toContain(token.slice(6));
 
     const json = await run("list", "--json");
-    const listed = json.stdout.trim().split("\n").map((line) => JSON.parse(line));
+    const listed = json.stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     const mine = listed.find((item) => item.id === id);
     expect(mine).toMatchObject({ subject, scopes: ["registry.publish.skill", "registry.admin"], description: "ci bot", revokedAt: null });
     expect(Object.keys(mine).sort()).toEqual(["createdAt", "description", "id", "revokedAt", "scopes", "subject"]);
@@ -98,14 +109,15 @@ describe("registry root-token", () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("rt_0000000000000000");
 
-    const listed = (await run("list", "--json")).stdout.trim().split("\n").map((line) => JSON.parse(line));
+    const listed = (await run("list", "--json")).stdout
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line));
     expect(listed.find((item) => item.id === id).revokedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
 
     await withDatabase(async (database) => {
       const issuer = createTokenIssuer({ repository: createKnexAuthRepository(database.knex), config: issuerConfig() });
-      await expect(issuer.issueToken(`Bearer ${token}`, { scopes: ["registry.admin"] })).rejects.toBeInstanceOf(
-        UnauthenticatedError,
-      );
+      await expect(issuer.issueToken(`Bearer ${token}`, { scopes: ["registry.admin"] })).rejects.toBeInstanceOf(UnauthenticatedError);
     });
   });
 

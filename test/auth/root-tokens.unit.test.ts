@@ -48,12 +48,7 @@ describe("scopes", () => {
   const entryTypes = ["skill", "agent"];
 
   it("are the configured publish scopes, publish.* and admin", () => {
-    expect(knownScopes(entryTypes)).toEqual([
-      "registry.publish.skill",
-      "registry.publish.agent",
-      "registry.publish.*",
-      "registry.admin",
-    ]);
+    expect(knownScopes(entryTypes)).toEqual(["registry.publish.skill", "registry.publish.agent", "registry.publish.*", "registry.admin"]);
     for (const scope of knownScopes(entryTypes)) expect(isKnownScope(scope, entryTypes)).toBe(true);
     for (const scope of ["registry.publish.widget", "registry.publish.", "registry.read", "", "registry.admin "]) {
       expect(isKnownScope(scope, entryTypes), scope).toBe(false);

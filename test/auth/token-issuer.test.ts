@@ -3,20 +3,9 @@ import { createAccessTokenVerifier } from "../../src/auth/access-token-verifier.
 import type { AuthRepository } from "../../src/auth/auth-repository.js";
 import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { createTokenIssuer, type TokenIssuer } from "../../src/auth/token-issuer.js";
-import {
-  InvalidArgumentError,
-  PermissionDeniedError,
-  UnauthenticatedError,
-} from "../../src/errors.js";
+import { InvalidArgumentError, PermissionDeniedError, UnauthenticatedError } from "../../src/errors.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
-import {
-  AUDIENCE,
-  decodeJwtPart,
-  ed25519TestKey,
-  ISSUER_URL,
-  issuerConfig,
-  mintRootToken,
-} from "./auth-fixtures.js";
+import { AUDIENCE, decodeJwtPart, ed25519TestKey, ISSUER_URL, issuerConfig, mintRootToken } from "./auth-fixtures.js";
 
 let testDatabase: TestDatabase;
 let repository: AuthRepository;
@@ -104,9 +93,7 @@ describe("issueToken", () => {
 
   it("refuses a scope the root token may not grant with permission_denied", async () => {
     const { token } = await mintRootToken(repository, ["registry.publish.skill"]);
-    const error = await rejection(
-      issuer.issueToken(`Bearer ${token}`, { scopes: ["registry.publish.skill", "registry.publish.agent"] }),
-    );
+    const error = await rejection(issuer.issueToken(`Bearer ${token}`, { scopes: ["registry.publish.skill", "registry.publish.agent"] }));
     expect(error).toBeInstanceOf(PermissionDeniedError);
     expect(error.message).toContain("registry.publish.agent");
   });
@@ -158,9 +145,7 @@ describe("issueToken", () => {
 
   it("checks the request before the grant", async () => {
     const { token } = await mintRootToken(repository, ["registry.publish.skill"]);
-    const error = await rejection(
-      issuer.issueToken(`Bearer ${token}`, { scopes: ["registry.admin"], ttlSeconds: 99_999 }),
-    );
+    const error = await rejection(issuer.issueToken(`Bearer ${token}`, { scopes: ["registry.admin"], ttlSeconds: 99_999 }));
     expect(error).toBeInstanceOf(InvalidArgumentError);
   });
 
@@ -197,15 +182,12 @@ describe("issueToken", () => {
 
   it("stores a root token only as its SHA-256 hash", async () => {
     const { token, record } = await mintRootToken(repository, ["registry.admin"]);
-    const { rows } = await testDatabase.database.knex.raw<{ rows: Record<string, unknown>[] }>(
-      "select * from root_tokens where id = ?",
-      [record.id],
-    );
+    const { rows } = await testDatabase.database.knex.raw<{ rows: Record<string, unknown>[] }>("select * from root_tokens where id = ?", [
+      record.id,
+    ]);
     expect(rows).toHaveLength(1);
     const row = rows[0]!;
-    const stored = JSON.stringify(row, (_key, value: unknown) =>
-      Buffer.isBuffer(value) ? value.toString("hex") : value,
-    );
+    const stored = JSON.stringify(row, (_key, value: unknown) => (Buffer.isBuffer(value) ? value.toString("hex") : value));
     const secret = token.slice("regrt_".length);
     expect(stored).not.toContain(secret);
     expect(stored).not.toContain(Buffer.from(token).toString("hex"));

@@ -1,24 +1,10 @@
 import { randomBytes } from "node:crypto";
-import {
-  createLocalJWKSet,
-  decodeProtectedHeader,
-  generateKeyPair,
-  importJWK,
-  jwtVerify,
-  SignJWT,
-  type CryptoKey,
-  type JWK,
-} from "jose";
+import { createLocalJWKSet, decodeProtectedHeader, generateKeyPair, importJWK, jwtVerify, SignJWT, type CryptoKey, type JWK } from "jose";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createKnexAuthRepository } from "../../src/storage/knex-auth-repository.js";
 import { PROTOCOLS, registryClient, type Protocol } from "../support/protocol-clients.js";
 import { rawWriteClient } from "../support/raw-authorization-client.js";
-import {
-  createPublisher,
-  startTestRegistry,
-  type TestPublisher,
-  type TestRegistry,
-} from "../support/registry-fixture.js";
+import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 import { forgeToken, unsignedToken, type ForgeOptions as FixtureForgeOptions } from "./auth-fixtures.js";
 
@@ -100,31 +86,37 @@ const UNAUTHENTICATED_CASES: ReadonlyArray<readonly [string, (subject: string) =
   ['"Basic x"', async () => "Basic x"],
   ['"Bearer" with no credential', async () => "Bearer"],
   ["a root token instead of an access token", async (subject) => `Bearer ${await registry.rootToken(subject, ["registry.publish.skill"])}`],
-  ["a token that expired beyond the 30 s skew", async (subject) => {
-    const now = Math.floor(Date.now() / 1000);
-    return `Bearer ${await forge(subject, { claims: { iat: now - 1000, exp: now - 90 } })}`;
-  }],
+  [
+    "a token that expired beyond the 30 s skew",
+    async (subject) => {
+      const now = Math.floor(Date.now() / 1000);
+      return `Bearer ${await forge(subject, { claims: { iat: now - 1000, exp: now - 90 } })}`;
+    },
+  ],
   ["a token without exp", async (subject) => `Bearer ${await forge(subject, { omit: ["exp"] })}`],
-  ["a token signed by another key under an unpublished kid", async (subject) =>
-    `Bearer ${await forge(subject, { key: strangerKey, header: { kid: "unpublished-kid" } })}`],
-  ["a token signed by another key under the issuer's kid", async (subject) =>
-    `Bearer ${await forge(subject, { key: strangerKey })}`],
+  [
+    "a token signed by another key under an unpublished kid",
+    async (subject) => `Bearer ${await forge(subject, { key: strangerKey, header: { kid: "unpublished-kid" } })}`,
+  ],
+  ["a token signed by another key under the issuer's kid", async (subject) => `Bearer ${await forge(subject, { key: strangerKey })}`],
   ["a token with no kid", async (subject) => `Bearer ${await forge(subject, { header: { kid: undefined } })}`],
   ['an unsecured token (alg "none")', async (subject) => `Bearer ${unsecuredJwt(subject)}`],
   ["an HS256 token keyed with the issuer's public key", async (subject) => `Bearer ${await hmacWithPublicKey(subject)}`],
   ["a token for another audience", async (subject) => `Bearer ${await forge(subject, { claims: { aud: "someone-else" } })}`],
-  ["a token from another issuer", async (subject) =>
-    `Bearer ${await forge(subject, { claims: { iss: "http://evil.test" } })}`],
+  ["a token from another issuer", async (subject) => `Bearer ${await forge(subject, { claims: { iss: "http://evil.test" } })}`],
   ['a token with typ "JWT"', async (subject) => `Bearer ${await forge(subject, { header: { typ: "JWT" } })}`],
   ["a token with no typ", async (subject) => `Bearer ${await forge(subject, { header: { typ: undefined } })}`],
-  ["a token with a tampered payload", async (subject) => {
-    const [header, , signature] = (await forge(subject)).split(".");
-    const now = Math.floor(Date.now() / 1000);
-    const payload = Buffer.from(
-      JSON.stringify({ iss: ISSUER, aud: AUDIENCE, sub: subject, scope: "registry.admin", iat: now, exp: now + 600, jti: "t" }),
-    ).toString("base64url");
-    return `Bearer ${header}.${payload}.${signature}`;
-  }],
+  [
+    "a token with a tampered payload",
+    async (subject) => {
+      const [header, , signature] = (await forge(subject)).split(".");
+      const now = Math.floor(Date.now() / 1000);
+      const payload = Buffer.from(
+        JSON.stringify({ iss: ISSUER, aud: AUDIENCE, sub: subject, scope: "registry.admin", iat: now, exp: now + 600, jti: "t" }),
+      ).toString("base64url");
+      return `Bearer ${header}.${payload}.${signature}`;
+    },
+  ],
 ];
 
 function expectOutcome(protocol: Protocol, result: { code: string; httpStatus?: number; message?: string }, code: string) {
@@ -362,8 +354,7 @@ describe("POST /v1/tokens", () => {
     const response = await fetch(`${registry.url}/v1/tokens`, { method: "POST", headers, body: JSON.stringify(body) });
     return { status: response.status, body: (await response.json()) as any };
   };
-  const fieldsOf = (body: any): string[] =>
-    (body.details ?? []).flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field));
+  const fieldsOf = (body: any): string[] => (body.details ?? []).flatMap((d: any) => (d.fieldViolations ?? []).map((v: any) => v.field));
 
   it("returns {accessToken, tokenType, expiresAt, scopes, subject} and a token verifiable with the JWKS", async () => {
     const subject = (await createPublisher()).did;

@@ -47,7 +47,10 @@ async function grpcServer(failure: Failure): Promise<{ url: string; failed: () =
       if (fail && failure === "HTTP 500") {
         stream.respond({ ":status": 500 }, { endStream: true });
       } else if (fail) {
-        stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "13", "grpc-message": "broken" }, { endStream: true });
+        stream.respond(
+          { ":status": 200, "content-type": "application/grpc", "grpc-status": "13", "grpc-message": "broken" },
+          { endStream: true },
+        );
       } else {
         stream.respond({ ":status": 200, "content-type": "application/grpc" }, { waitForTrailers: true });
         stream.once("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));

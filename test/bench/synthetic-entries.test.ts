@@ -32,7 +32,9 @@ describe("the synthetic registry", () => {
   });
 
   it("stores every version with the registry's own version key", async () => {
-    const rows = await query<{ version: string; version_key: string; is_prerelease: boolean }>("select version, version_key, is_prerelease from entries order by sequence limit 3000");
+    const rows = await query<{ version: string; version_key: string; is_prerelease: boolean }>(
+      "select version, version_key, is_prerelease from entries order by sequence limit 3000",
+    );
     for (const row of rows) {
       const parsed = parseVersion(row.version);
       expect("error" in parsed, row.version).toBe(false);
@@ -43,9 +45,9 @@ describe("the synthetic registry", () => {
   });
 
   it("has one latest per name, the one the registry's rule picks", async () => {
-    const [{ names, latest }] = await query<{ names: number; latest: number }>(
+    const [{ names, latest }] = (await query<{ names: number; latest: number }>(
       "select count(distinct base_did)::int as names, count(*) filter (where is_latest)::int as latest from entries",
-    ) as [{ names: number; latest: number }];
+    )) as [{ names: number; latest: number }];
     expect(latest).toBe(names);
     const rows = await query<{ base_did: string; version_key: string; is_prerelease: boolean; status: string; is_latest: boolean }>(
       "select base_did, version_key, is_prerelease, status, is_latest from entries where base_did in (select base_did from entry_names order by base_did limit 500)",
@@ -53,10 +55,12 @@ describe("the synthetic registry", () => {
     const byName = new Map<string, typeof rows>();
     for (const row of rows) byName.set(row.base_did, [...(byName.get(row.base_did) ?? []), row]);
     for (const versions of byName.values()) {
-      const best = [...versions].sort((a, b) =>
-        Number(b.status === "active") - Number(a.status === "active") ||
-        Number(a.is_prerelease) - Number(b.is_prerelease) ||
-        (a.version_key < b.version_key ? 1 : a.version_key > b.version_key ? -1 : 0))[0]!;
+      const best = [...versions].sort(
+        (a, b) =>
+          Number(b.status === "active") - Number(a.status === "active") ||
+          Number(a.is_prerelease) - Number(b.is_prerelease) ||
+          (a.version_key < b.version_key ? 1 : a.version_key > b.version_key ? -1 : 0),
+      )[0]!;
       expect(versions.filter((v) => v.is_latest)).toEqual([best]);
     }
   });
@@ -90,7 +94,9 @@ describe("the synthetic registry", () => {
   });
 
   it("leaves the sequence ready for creates through the API", async () => {
-    const [row] = await query<{ next: string; max: string }>("select nextval('entry_sequence')::text as next, (select max(sequence) from entries)::text as max");
+    const [row] = await query<{ next: string; max: string }>(
+      "select nextval('entry_sequence')::text as next, (select max(sequence) from entries)::text as max",
+    );
     expect(BigInt(row!.next)).toBeGreaterThan(BigInt(row!.max));
   });
 });

@@ -88,7 +88,12 @@ describe("the change log", () => {
     expect(changes[0].entry).toEqual({ ...a1, isLatest: true });
     // The revocation shows the revoked state, and the signed request a mirror can re-verify.
     expect(changes[3].entry).toEqual(await resolve(a2.entryDid));
-    expect(changes[3].revocation).toEqual({ did: a2.entryDid, reason: "broken build", signature: revocation.signature, signer: setup.publisher.did });
+    expect(changes[3].revocation).toEqual({
+      did: a2.entryDid,
+      reason: "broken build",
+      signature: revocation.signature,
+      signer: setup.publisher.did,
+    });
     expect(changes.every((change) => !Number.isNaN(Date.parse(change.loggedAt)))).toBe(true);
 
     // Paging from any index gives the rest of the same history.
@@ -132,7 +137,10 @@ describe("WatchChanges", () => {
       const abort = new AbortController();
       const seen: Change[] = [];
       const watching = (async () => {
-        for await (const message of client.watchChanges({ after: after === undefined ? undefined : BigInt(after) }, { signal: abort.signal })) {
+        for await (const message of client.watchChanges(
+          { after: after === undefined ? undefined : BigInt(after) },
+          { signal: abort.signal },
+        )) {
           seen.push(message.change!);
           if (Number(message.change!.index) === lastIndex) abort.abort();
         }
@@ -190,7 +198,10 @@ describe("GET /v1/changes/stream (Server-Sent Events)", () => {
     const opening = await readEvents(first, (events) => events.length >= 2);
     await publishing;
     expect(opening.map((event) => Number(event.id))).toEqual([size - 1, size]);
-    expect(opening[1]).toMatchObject({ event: "change", data: { index: String(size), kind: "entry.created", entry: { entryDid: "did:reg:main:skill:sse-live@1.0.0" } } });
+    expect(opening[1]).toMatchObject({
+      event: "change",
+      data: { index: String(size), kind: "entry.created", entry: { entryDid: "did:reg:main:skill:sse-live@1.0.0" } },
+    });
 
     await publish("sse-live", "1.0.1");
     const resumed = await fetch(`${url}/v1/changes/stream`, { headers: { "last-event-id": opening.at(-1)!.id } });

@@ -99,7 +99,12 @@ describe("the publisher's flow", { timeout: CLI_CASE_MS }, () => {
     const entry = JSON.parse(result.stdout) as Record<string, string>;
     // The documented algorithm: sorted relative paths, each as path NUL size NUL bytes.
     const expected = createHash("sha256").update("b.txt\u00003\u0000bee").update("lib/a.txt\u00002\u0000ay").digest("hex");
-    expect(entry).toMatchObject({ entryDid: `${did}@1.0.0`, publisherDid: publisher.did, contentHash: `sha256:${expected}`, status: "active" });
+    expect(entry).toMatchObject({
+      entryDid: `${did}@1.0.0`,
+      publisherDid: publisher.did,
+      contentHash: `sha256:${expected}`,
+      status: "active",
+    });
     expect(entry.publishedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.000)?Z$/);
   });
 
@@ -188,24 +193,40 @@ describe("the publisher's flow", { timeout: CLI_CASE_MS }, () => {
 });
 
 describe("every protocol the SDK speaks", { timeout: CLI_CASE_MS }, () => {
-  it.each(["connect", "connect-binary", "grpc-web", "grpc"])("resolves, pages through discover and answers not-found over %s", async (transport) => {
-    const resolved = await cli(["resolve", `${did}@1.1.0`, "--transport", transport, "--json"]);
-    expect(resolved.code, resolved.stderr).toBe(0);
-    expect(JSON.parse(resolved.stdout)).toMatchObject({ entryDid: `${did}@1.1.0`, publisherDid: publisher.did });
+  it.each(["connect", "connect-binary", "grpc-web", "grpc"])(
+    "resolves, pages through discover and answers not-found over %s",
+    async (transport) => {
+      const resolved = await cli(["resolve", `${did}@1.1.0`, "--transport", transport, "--json"]);
+      expect(resolved.code, resolved.stderr).toBe(0);
+      expect(JSON.parse(resolved.stdout)).toMatchObject({ entryDid: `${did}@1.1.0`, publisherDid: publisher.did });
 
-    const found = await cli(["discover", "--tag", name, "--include-revoked", "--page-size", "2", "--all", "--transport", transport, "--json"]);
-    expect(found.code, found.stderr).toBe(0);
-    expect(JSON.parse(found.stdout).entries.map((entry: { version: string }) => entry.version)).toEqual(["1.2.0", "1.1.0", "1.0.0"]);
+      const found = await cli([
+        "discover",
+        "--tag",
+        name,
+        "--include-revoked",
+        "--page-size",
+        "2",
+        "--all",
+        "--transport",
+        transport,
+        "--json",
+      ]);
+      expect(found.code, found.stderr).toBe(0);
+      expect(JSON.parse(found.stdout).entries.map((entry: { version: string }) => entry.version)).toEqual(["1.2.0", "1.1.0", "1.0.0"]);
 
-    const missing = await cli(["resolve", `${did}-missing`, "--transport", transport]);
-    expect(missing.code).toBe(3);
-  });
+      const missing = await cli(["resolve", `${did}-missing`, "--transport", transport]);
+      expect(missing.code).toBe(3);
+    },
+  );
 });
 
 describe("the kept credentials", () => {
   it("replace an expired access token with a fresh exchange on the next write", async () => {
     const file = join(scratch.path, "config", "credentials.json");
-    const kept = JSON.parse(await readFile(file, "utf8")) as { registries: Record<string, { accessTokens: { accessToken: string; expiresAt: string }[] }> };
+    const kept = JSON.parse(await readFile(file, "utf8")) as {
+      registries: Record<string, { accessTokens: { accessToken: string; expiresAt: string }[] }>;
+    };
     const record = kept.registries[registry.url]!;
     // An expired token that would also be refused if sent: the write must exchange a new one.
     record.accessTokens = record.accessTokens.map((token) => ({ ...token, accessToken: "expired", expiresAt: "2000-01-01T00:00:00Z" }));
@@ -241,8 +262,11 @@ describe("the kept credentials", () => {
 /** `registry ...args` with `input` piped to its stdin. */
 function cliWithStdin(args: string[], input: string, overrides: Record<string, string | undefined>) {
   return new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-    const child = execFile(process.execPath, [REGISTRY_BIN, ...args], { env: env(overrides), cwd: PROJECT_ROOT, timeout: 60_000 }, (error, stdout, stderr) =>
-      resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr }),
+    const child = execFile(
+      process.execPath,
+      [REGISTRY_BIN, ...args],
+      { env: env(overrides), cwd: PROJECT_ROOT, timeout: 60_000 },
+      (error, stdout, stderr) => resolve({ code: error === null ? 0 : Number(error.code), stdout, stderr }),
     );
     child.stdin!.end(input);
   });
@@ -270,7 +294,9 @@ describe("exit codes", () => {
     const notLoggedIn = await cli(["publish", manifest, "--key", keyText], { REGISTRY_CONFIG_DIR: join(scratch.path, "nobody") });
     expect(notLoggedIn.code).toBe(4);
     expect(notLoggedIn.stderr).toMatch(/not logged in/);
-    const badLogin = await cli(["login", "--root-token", "rt_not-a-token", "--json"], { REGISTRY_CONFIG_DIR: join(scratch.path, "nobody") });
+    const badLogin = await cli(["login", "--root-token", "rt_not-a-token", "--json"], {
+      REGISTRY_CONFIG_DIR: join(scratch.path, "nobody"),
+    });
     expect(badLogin.code).toBe(4);
     expect(JSON.parse(badLogin.stderr)).toMatchObject({ error: { code: "unauthenticated" } });
   });

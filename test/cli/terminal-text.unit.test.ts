@@ -9,7 +9,7 @@ import { createTerminalWriter } from "../../src/cli/terminal-writer.js";
  */
 
 /** Everything a terminal acts on or reorders by, as docs/cli.md ("What is printed") lists it. */
-const UNSAFE = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+const UNSAFE = /[\p{Cc}\u2028\u2029\u202a-\u202e\u2066-\u2069]/u;
 
 const everyCodePoint = Array.from({ length: 0x10000 }, (_, codePoint) => String.fromCharCode(codePoint)).filter(
   (character) => !/[\ud800-\udfff]/.test(character),

@@ -34,11 +34,15 @@ function isComposed(node: ts.Expression): boolean {
   if (ts.isParenthesizedExpression(node)) return isComposed(node.expression);
   if (ts.isStringLiteralLike(node) || ts.isIdentifier(node)) return true;
   if (ts.isConditionalExpression(node)) return isComposed(node.whenTrue) && isComposed(node.whenFalse);
-  if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken) return isComposed(node.left) && isComposed(node.right);
+  if (ts.isBinaryExpression(node) && node.operatorToken.kind === ts.SyntaxKind.PlusToken)
+    return isComposed(node.left) && isComposed(node.right);
   if (ts.isTaggedTemplateExpression(node)) return node.tag.getText() === "terminal";
   // A call composes its own text (describeEntry, a table, a row): what such a function returns is not followed here.
   if (ts.isCallExpression(node)) return true;
-  if (ts.isTemplateExpression(node)) return node.templateSpans.every((span) => ts.isCallExpression(span.expression) && SAFE_BUILDERS.has(span.expression.expression.getText()));
+  if (ts.isTemplateExpression(node))
+    return node.templateSpans.every(
+      (span) => ts.isCallExpression(span.expression) && SAFE_BUILDERS.has(span.expression.expression.getText()),
+    );
   return false;
 }
 

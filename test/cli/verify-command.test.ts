@@ -35,20 +35,29 @@ afterAll(async () => {
   await setup?.close();
 });
 
-const cli = (args: string[], env: Record<string, string | undefined> = {}) => runCli(args, childEnv({ REGISTRY_URL: setup.registry.url, REGISTRY_LOG_KEY: undefined, ...env }));
+const cli = (args: string[], env: Record<string, string | undefined> = {}) =>
+  runCli(args, childEnv({ REGISTRY_URL: setup.registry.url, REGISTRY_LOG_KEY: undefined, ...env }));
 
 describe("registry verify", () => {
   it("proves an entry version with the pinned log key", async () => {
     const result = await cli(["verify", published.entryDid, "--log-key", logKey]);
     expect(result.code, result.stderr).toBe(0);
-    expect(result.stdout).toMatch(/^verified did:reg:main:skill:verify-me@1\.0\.0\n {2}record {6}0 \(entry\.created\) in the checkpoint of size \d+ of registry\.test\/log\n/);
+    expect(result.stdout).toMatch(
+      /^verified did:reg:main:skill:verify-me@1\.0\.0\n {2}record {6}0 \(entry\.created\) in the checkpoint of size \d+ of registry\.test\/log\n/,
+    );
     expect(result.stderr).toBe("");
   });
 
   it("proves the latest version of a bare DID, and says when the key was not pinned", async () => {
     const result = await cli(["verify", "did:reg:main:skill:verify-me", "--json"]);
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({ verified: true, did: published.entryDid, pinned: false, logKey, record: { entry: { signature: published.signature } } });
+    expect(JSON.parse(result.stdout)).toMatchObject({
+      verified: true,
+      did: published.entryDid,
+      pinned: false,
+      logKey,
+      record: { entry: { signature: published.signature } },
+    });
     expect(result.stderr).toContain("pin it with --log-key or REGISTRY_LOG_KEY");
   });
 
@@ -83,8 +92,16 @@ describe("the SDK's proveEntry", () => {
     const { verifyEntryProof, parseLogKey } = await import("../../src/sdk/log-verifier.js");
     const answer = (await (await fetch(`${setup.registry.url}/v1/log/entries/${encodeURIComponent(published.entryDid)}`)).json()) as any;
     const bytes = (text: string) => new Uint8Array(Buffer.from(text, "base64"));
-    const proof = { index: Number(answer.index), record: bytes(answer.record), proof: (answer.proof ?? []).map(bytes), checkpoint: answer.checkpoint, treeSize: Number(answer.treeSize) };
-    await expect(verifyEntryProof("did:reg:main:skill:other@1.0.0", proof, parseLogKey(logKey))).rejects.toBeInstanceOf(LogVerificationError);
+    const proof = {
+      index: Number(answer.index),
+      record: bytes(answer.record),
+      proof: (answer.proof ?? []).map(bytes),
+      checkpoint: answer.checkpoint,
+      treeSize: Number(answer.treeSize),
+    };
+    await expect(verifyEntryProof("did:reg:main:skill:other@1.0.0", proof, parseLogKey(logKey))).rejects.toBeInstanceOf(
+      LogVerificationError,
+    );
     const tampered = { ...proof, record: bytes(answer.record).map((byte, i) => (i === 40 ? byte ^ 1 : byte)) };
     await expect(verifyEntryProof(published.entryDid, tampered, parseLogKey(logKey))).rejects.toThrow(/inclusion proof does not verify/);
   });

@@ -38,7 +38,9 @@ describeCluster("a registry replica killed under a create load", (target) => {
     ({ publisher, token } = await startPublisher(target));
     for (let index = 0; index < GRPC_WORKERS; index++) grpc.push(registryClient("grpc", `http://${target.nginxGrpcAddress}`));
   });
-  afterAll(() => grpc.forEach((client) => client.close()));
+  afterAll(() => {
+    for (const client of grpc) client.close();
+  });
 
   async function createOverRest(entry: Record<string, any>): Promise<string> {
     const answer = await httpJson("POST", `${target.nginxUrl}/v1/entries`, { body: entry, token });
@@ -54,8 +56,11 @@ describeCluster("a registry replica killed under a create load", (target) => {
   /** Creates served by the victim so far, from its own /metrics (nginx does not serve them). */
   async function createsServedByVictim(): Promise<number> {
     const metrics = await httpJson("GET", `${victimUrl}/metrics`);
-    const lines = String(metrics.body).split("\n").filter((line) =>
-      line.startsWith("registry_rpc_duration_seconds_count{") && line.includes("/CreateEntry\"") && line.includes('code="ok"'));
+    const lines = String(metrics.body)
+      .split("\n")
+      .filter(
+        (line) => line.startsWith("registry_rpc_duration_seconds_count{") && line.includes('/CreateEntry"') && line.includes('code="ok"'),
+      );
     return lines.reduce((sum, line) => sum + Number(line.split(" ").at(-1)), 0);
   }
 
@@ -99,7 +104,9 @@ describeCluster("a registry replica killed under a create load", (target) => {
 
     const acknowledgedDids = attempts.filter(acknowledged).map((attempt) => attempt.did);
     const stored = await withPostgres(target.primaryUrl, async (client) => {
-      const { rows } = await client.query<{ entry_did: string }>("select entry_did from entries where entry_did = any($1)", [acknowledgedDids]);
+      const { rows } = await client.query<{ entry_did: string }>("select entry_did from entries where entry_did = any($1)", [
+        acknowledgedDids,
+      ]);
       return new Set(rows.map((row) => row.entry_did));
     });
     const lost = acknowledgedDids.filter((did) => !stored.has(did));

@@ -46,8 +46,12 @@ describeCluster("reads on the streaming standby", (target) => {
     expect(await connections(target.standbyUrl)).toEqual(new Set(["registry-read"]));
     expect(await connections(target.primaryUrl)).toEqual(new Set(["registry", "registry-changes"]));
     // Every discovery call scans the entries table at least once; on the standby, not the primary.
-    await eventually("the discovery calls in the standby's statistics", STATISTICS_BOUND_MS, async () =>
-      (await standbyEntryScans()) >= scansBefore + calls ? true : undefined, 250);
+    await eventually(
+      "the discovery calls in the standby's statistics",
+      STATISTICS_BOUND_MS,
+      async () => ((await standbyEntryScans()) >= scansBefore + calls ? true : undefined),
+      250,
+    );
   });
 
   it("refuses to start with a read URL that is not a replica of the primary", async () => {
@@ -62,10 +66,15 @@ describeCluster("reads on the streaming standby", (target) => {
       withPostgres(target.standbyUrl, async (client) => {
         await client.query(paused ? "select pg_wal_replay_pause()" : "select pg_wal_replay_resume()");
         const expected = paused ? "paused" : "not paused";
-        await eventually(`replay ${expected}`, 5_000, async () => {
-          const { rows } = await client.query<{ state: string }>("select pg_get_wal_replay_pause_state() as state");
-          return rows[0]!.state === expected ? true : undefined;
-        }, 20);
+        await eventually(
+          `replay ${expected}`,
+          5_000,
+          async () => {
+            const { rows } = await client.query<{ state: string }>("select pg_get_wal_replay_pause_state() as state");
+            return rows[0]!.state === expected ? true : undefined;
+          },
+          20,
+        );
       });
     afterEach(() => setReplay(false));
 

@@ -19,15 +19,110 @@ export interface SeedEntry {
  * revoked versions.
  */
 export const SEED: readonly SeedEntry[] = [
-  { publisher: "a", name: "web-search", version: "1.0.0", fields: { tags: ["search", "web"], description: "Searches the web", publishedAt: "2025-01-15T10:00:00.000Z", data: { license: "MIT", runtime: { os: "linux", memoryMb: 256 } }, bondAmount: "100 USDC" } },
-  { publisher: "a", name: "web-search", version: "1.2.0", fields: { tags: ["search", "web", "fast"], description: "Searches the web faster: handles 1000 pages", publishedAt: "2025-06-01T00:00:00.000Z", data: { license: "MIT", runtime: { os: "linux", memoryMb: 512 } }, bondAmount: "250 USDC" } },
-  { publisher: "a", name: "web-search", version: "2.0.0-rc.1", fields: { tags: ["search"], description: "Next search", publishedAt: "2025-06-01T23:59:59.999Z", data: { license: "Apache-2.0" }, bondAmount: "" } },
-  { publisher: "b", name: "translator", version: "0.9.0", fields: { entryType: "agent", tags: ["translation", "text"], description: "Translates 100% of text_files", publishedAt: "2025-06-02T00:00:00.000Z", data: { license: "Apache-2.0", languages: ["en", "de"] }, bondAmount: "0.5 ETH" } },
-  { publisher: "b", name: "translator", version: "1.0.0", fields: { entryType: "agent", tags: ["translation"], description: "It's a translator for text files", publishedAt: "2026-01-10T08:30:00.000Z", data: { license: "MIT", languages: ["en", "fr"], runtime: { os: "macos", memoryMb: 1024 } }, bondAmount: "2 ETH" } },
-  { publisher: "a", name: "weather", version: "1.0.0", fields: { tags: ["weather", "web"], description: "Weather", publishedAt: "2026-02-01T12:00:00.000Z", data: {}, bondAmount: "" } },
-  { publisher: "a", name: "weather", version: "1.1.0", fields: { tags: ["weather"], description: "WEATHER reports (beta)", publishedAt: "2026-03-01T12:00:00.000Z", data: { runtime: { os: "any" } }, bondAmount: "10 USDC" } },
-  { publisher: "b", name: "pdf-tools", version: "3.0.0", fields: { tags: ["pdf"], description: "PDF toolkit", publishedAt: "2026-04-01T00:00:00.000Z", data: { license: null, pages: 10 }, bondAmount: "" } },
-  { publisher: "b", name: "pdf-tools", version: "10.0.0", fields: { tags: ["pdf", "text"], description: "", publishedAt: "2026-05-01T00:00:00.000Z", data: { pages: 200 }, bondAmount: "1000000.000000000000000001 USDC" } },
+  {
+    publisher: "a",
+    name: "web-search",
+    version: "1.0.0",
+    fields: {
+      tags: ["search", "web"],
+      description: "Searches the web",
+      publishedAt: "2025-01-15T10:00:00.000Z",
+      data: { license: "MIT", runtime: { os: "linux", memoryMb: 256 } },
+      bondAmount: "100 USDC",
+    },
+  },
+  {
+    publisher: "a",
+    name: "web-search",
+    version: "1.2.0",
+    fields: {
+      tags: ["search", "web", "fast"],
+      description: "Searches the web faster: handles 1000 pages",
+      publishedAt: "2025-06-01T00:00:00.000Z",
+      data: { license: "MIT", runtime: { os: "linux", memoryMb: 512 } },
+      bondAmount: "250 USDC",
+    },
+  },
+  {
+    publisher: "a",
+    name: "web-search",
+    version: "2.0.0-rc.1",
+    fields: {
+      tags: ["search"],
+      description: "Next search",
+      publishedAt: "2025-06-01T23:59:59.999Z",
+      data: { license: "Apache-2.0" },
+      bondAmount: "",
+    },
+  },
+  {
+    publisher: "b",
+    name: "translator",
+    version: "0.9.0",
+    fields: {
+      entryType: "agent",
+      tags: ["translation", "text"],
+      description: "Translates 100% of text_files",
+      publishedAt: "2025-06-02T00:00:00.000Z",
+      data: { license: "Apache-2.0", languages: ["en", "de"] },
+      bondAmount: "0.5 ETH",
+    },
+  },
+  {
+    publisher: "b",
+    name: "translator",
+    version: "1.0.0",
+    fields: {
+      entryType: "agent",
+      tags: ["translation"],
+      description: "It's a translator for text files",
+      publishedAt: "2026-01-10T08:30:00.000Z",
+      data: { license: "MIT", languages: ["en", "fr"], runtime: { os: "macos", memoryMb: 1024 } },
+      bondAmount: "2 ETH",
+    },
+  },
+  {
+    publisher: "a",
+    name: "weather",
+    version: "1.0.0",
+    fields: { tags: ["weather", "web"], description: "Weather", publishedAt: "2026-02-01T12:00:00.000Z", data: {}, bondAmount: "" },
+  },
+  {
+    publisher: "a",
+    name: "weather",
+    version: "1.1.0",
+    fields: {
+      tags: ["weather"],
+      description: "WEATHER reports (beta)",
+      publishedAt: "2026-03-01T12:00:00.000Z",
+      data: { runtime: { os: "any" } },
+      bondAmount: "10 USDC",
+    },
+  },
+  {
+    publisher: "b",
+    name: "pdf-tools",
+    version: "3.0.0",
+    fields: {
+      tags: ["pdf"],
+      description: "PDF toolkit",
+      publishedAt: "2026-04-01T00:00:00.000Z",
+      data: { license: null, pages: 10 },
+      bondAmount: "",
+    },
+  },
+  {
+    publisher: "b",
+    name: "pdf-tools",
+    version: "10.0.0",
+    fields: {
+      tags: ["pdf", "text"],
+      description: "",
+      publishedAt: "2026-05-01T00:00:00.000Z",
+      data: { pages: 200 },
+      bondAmount: "1000000.000000000000000001 USDC",
+    },
+  },
 ];
 
 /** Versions revoked after seeding, so revoked entries are there to be left out or asked for. */
@@ -53,7 +148,13 @@ export async function seedRegistry(registry: TestRegistry): Promise<SeededRegist
   }
   for (const did of REVOKED) {
     const owner = SEED.find((seed) => did.endsWith(`:${seed.name}@${seed.version}`))!.publisher;
-    const response = await send(registry, "DELETE", `/v1/entries/${encodeURIComponent(did)}`, await publishers[owner].revocation(did, "test"), tokens[owner]);
+    const response = await send(
+      registry,
+      "DELETE",
+      `/v1/entries/${encodeURIComponent(did)}`,
+      await publishers[owner].revocation(did, "test"),
+      tokens[owner],
+    );
     expect(response.status).toBe(200);
   }
   const all: EntryJson[] = [];

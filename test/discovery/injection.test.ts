@@ -44,14 +44,22 @@ const HOSTILE_VALUES = [
 async function databaseIsIntact(): Promise<void> {
   const [row] = await db.database.knex("entries").count<{ count: string }[]>({ count: "*" });
   expect(Number(row?.count)).toBe(seeded.all.length);
-  const tables = await db.database.knex.raw("select count(*)::int as n from information_schema.tables where table_name in ('entries', 'root_tokens', 'entry_names')");
+  const tables = await db.database.knex.raw(
+    "select count(*)::int as n from information_schema.tables where table_name in ('entries', 'root_tokens', 'entry_names')",
+  );
   expect(tables.rows[0].n).toBe(3);
 }
 
 describe("hostile text in values is only ever a value", () => {
   for (const value of HOSTILE_VALUES) {
     it(`structured: ${value}`, async () => {
-      for (const [field, op] of [["name", "="], ["description", "CONTAINS"], ["data.license", "="], ["data.license", "CONTAINS"], ["name", "IN"]]) {
+      for (const [field, op] of [
+        ["name", "="],
+        ["description", "CONTAINS"],
+        ["data.license", "="],
+        ["data.license", "CONTAINS"],
+        ["name", "IN"],
+      ]) {
         const result = await rest.discover({ conditions: [{ field, op, value: op === "IN" ? [value] : value }] });
         expect(result.code, `${field} ${op}: ${result.message}`).toBe("ok");
         expect(result.body.entries).toEqual([]);
@@ -60,7 +68,13 @@ describe("hostile text in values is only ever a value", () => {
 
     it(`query language: ${value}`, async () => {
       const literal = `'${value.replaceAll("'", "''")}'`;
-      for (const predicate of [`name = ${literal}`, `description CONTAINS ${literal}`, `description LIKE ${literal}`, `data.license = ${literal}`, `name IN (${literal}, 'x')`]) {
+      for (const predicate of [
+        `name = ${literal}`,
+        `description CONTAINS ${literal}`,
+        `description LIKE ${literal}`,
+        `data.license = ${literal}`,
+        `name IN (${literal}, 'x')`,
+      ]) {
         const result = await rest.query({ query: `SELECT * FROM entries WHERE ${predicate}` });
         if (result.code !== "ok") {
           // Only a pattern the LIKE rules refuse may be an error, and then a clear one.
@@ -81,7 +95,7 @@ const REFUSED_QUERIES = [
   "SELECT * FROM entries; DELETE FROM entries",
   "SELECT * FROM entries WHERE name = 'x'; --",
   "SELECT * FROM entries /* hi */",
-  "SELECT * FROM entries WHERE name = \"x\"",
+  'SELECT * FROM entries WHERE name = "x"',
   "SELECT * FROM entries WHERE pg_sleep(10) IS NULL",
   "SELECT token_hash FROM entries",
   "SELECT * FROM root_tokens",
@@ -97,7 +111,17 @@ const REFUSED_QUERIES = [
   "SELECT * FROM entries WHERE name = E'\\x27'",
 ];
 
-const REFUSED_FIELDS = ["name; drop table entries", "data.x') or 1=1 --", "data.a;drop", "data.", "data..a", "(select 1)", "entries.name", "NAME", "token_hash"];
+const REFUSED_FIELDS = [
+  "name; drop table entries",
+  "data.x') or 1=1 --",
+  "data.a;drop",
+  "data.",
+  "data..a",
+  "(select 1)",
+  "entries.name",
+  "NAME",
+  "token_hash",
+];
 
 describe("SQL that is not the query language is refused before anything runs", () => {
   for (const query of REFUSED_QUERIES) {
@@ -144,7 +168,17 @@ describe("the compiler puts request text only into bindings", () => {
   }
 
   it("structured values too", () => {
-    const plan = planDiscovery("discover", structuredQuery({ entryType: MARK, conditions: [{ field: "name", op: "IN", value: [MARK] }, { field: `data.${MARK}`, op: "CONTAINS", value: MARK }] }), "entry");
+    const plan = planDiscovery(
+      "discover",
+      structuredQuery({
+        entryType: MARK,
+        conditions: [
+          { field: "name", op: "IN", value: [MARK] },
+          { field: `data.${MARK}`, op: "CONTAINS", value: MARK },
+        ],
+      }),
+      "entry",
+    );
     const filter = filterSql(plan.where!);
     expect(filter.sql).not.toContain(MARK);
     expect(filter.sql.split("?").length - 1).toBe(filter.bindings.length);

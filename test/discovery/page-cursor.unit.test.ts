@@ -41,7 +41,7 @@ describe("page cursor round trip", () => {
     ["2026-01-01T00:00:00.000Z", "did:entry:abc", "42"],
     [1.5, -3, 0, Number.MAX_SAFE_INTEGER],
     [null, "x", true, false],
-    ["unicode ✓ \"quotes\" \\ ", ""],
+    ['unicode ✓ "quotes" \\ ', ""],
     [],
   ];
 
@@ -98,7 +98,7 @@ describe("page cursor rejection", () => {
   it("rejects every single-character change", () => {
     let checked = 0;
     for (let i = 0; i < cursor.length; i++) {
-      for (const c of BASE64URL_ALPHABET + "=.+/ ") {
+      for (const c of `${BASE64URL_ALPHABET}=.+/ `) {
         if (c === cursor[i]) continue;
         const changed = cursor.slice(0, i) + c + cursor.slice(i + 1);
         expect([CURSOR_ERRORS.malformed, CURSOR_ERRORS.signature]).toContain(rejection(() => codec.decode(changed, BINDING)));

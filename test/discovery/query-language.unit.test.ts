@@ -79,57 +79,131 @@ describe("parseQuery accepts", () => {
     ["empty string", "SELECT * FROM entries WHERE description = ''", where(cmp(col("description"), "=", ""))],
     ["<> becomes !=", "SELECT * FROM entries WHERE name <> 'a'", where(cmp(col("name"), "!=", "a"))],
     ["!=", "SELECT * FROM entries WHERE name != 'a'", where(cmp(col("name"), "!=", "a"))],
-    ["< <= > >=", "SELECT * FROM entries WHERE sequence < 1 AND sequence <= 2 AND sequence > 3 AND sequence >= 4", where({
-      kind: "and",
-      operands: [cmp(col("sequence"), "<", 1), cmp(col("sequence"), "<=", 2), cmp(col("sequence"), ">", 3), cmp(col("sequence"), ">=", 4)],
-    })],
+    [
+      "< <= > >=",
+      "SELECT * FROM entries WHERE sequence < 1 AND sequence <= 2 AND sequence > 3 AND sequence >= 4",
+      where({
+        kind: "and",
+        operands: [
+          cmp(col("sequence"), "<", 1),
+          cmp(col("sequence"), "<=", 2),
+          cmp(col("sequence"), ">", 3),
+          cmp(col("sequence"), ">=", 4),
+        ],
+      }),
+    ],
     ["decimal number", "SELECT * FROM entries WHERE data.score > 0.75", where(cmp(data("score"), ">", 0.75))],
-    ["AND binds tighter than OR", "SELECT * FROM entries WHERE name = 'a' OR name = 'b' AND is_latest = TRUE", where({
-      kind: "or",
-      operands: [cmp(col("name"), "=", "a"), { kind: "and", operands: [cmp(col("name"), "=", "b"), cmp(col("is_latest"), "=", true)] }],
-    })],
-    ["NOT binds tighter than AND", "SELECT * FROM entries WHERE NOT name = 'a' AND name = 'b'", where({
-      kind: "and",
-      operands: [{ kind: "not", operand: cmp(col("name"), "=", "a") }, cmp(col("name"), "=", "b")],
-    })],
-    ["parentheses override precedence", "SELECT * FROM entries WHERE (name = 'a' OR name = 'b') AND is_latest = TRUE", where({
-      kind: "and",
-      operands: [{ kind: "or", operands: [cmp(col("name"), "=", "a"), cmp(col("name"), "=", "b")] }, cmp(col("is_latest"), "=", true)],
-    })],
+    [
+      "AND binds tighter than OR",
+      "SELECT * FROM entries WHERE name = 'a' OR name = 'b' AND is_latest = TRUE",
+      where({
+        kind: "or",
+        operands: [cmp(col("name"), "=", "a"), { kind: "and", operands: [cmp(col("name"), "=", "b"), cmp(col("is_latest"), "=", true)] }],
+      }),
+    ],
+    [
+      "NOT binds tighter than AND",
+      "SELECT * FROM entries WHERE NOT name = 'a' AND name = 'b'",
+      where({
+        kind: "and",
+        operands: [{ kind: "not", operand: cmp(col("name"), "=", "a") }, cmp(col("name"), "=", "b")],
+      }),
+    ],
+    [
+      "parentheses override precedence",
+      "SELECT * FROM entries WHERE (name = 'a' OR name = 'b') AND is_latest = TRUE",
+      where({
+        kind: "and",
+        operands: [{ kind: "or", operands: [cmp(col("name"), "=", "a"), cmp(col("name"), "=", "b")] }, cmp(col("is_latest"), "=", true)],
+      }),
+    ],
     ["nested parentheses", "SELECT * FROM entries WHERE ((name = 'a'))", where(cmp(col("name"), "=", "a"))],
-    ["NOT over parentheses", "SELECT * FROM entries WHERE NOT (name = 'a' OR NOT name = 'b')", where({
-      kind: "not",
-      operand: { kind: "or", operands: [cmp(col("name"), "=", "a"), { kind: "not", operand: cmp(col("name"), "=", "b") }] },
-    })],
-    ["IN", "SELECT * FROM entries WHERE status IN ('active', 'revoked')", where({ kind: "in", column: col("status"), values: ["active", "revoked"], negated: false })],
-    ["NOT IN", "SELECT * FROM entries WHERE sequence NOT IN (1, 2, 3)", where({ kind: "in", column: col("sequence"), values: [1, 2, 3], negated: true })],
-    ["LIKE", "SELECT * FROM entries WHERE name LIKE 'web-%'", where({ kind: "like", column: col("name"), pattern: "web-%", negated: false })],
-    ["NOT LIKE", "SELECT * FROM entries WHERE name not like '%_test'", where({ kind: "like", column: col("name"), pattern: "%_test", negated: true })],
+    [
+      "NOT over parentheses",
+      "SELECT * FROM entries WHERE NOT (name = 'a' OR NOT name = 'b')",
+      where({
+        kind: "not",
+        operand: { kind: "or", operands: [cmp(col("name"), "=", "a"), { kind: "not", operand: cmp(col("name"), "=", "b") }] },
+      }),
+    ],
+    [
+      "IN",
+      "SELECT * FROM entries WHERE status IN ('active', 'revoked')",
+      where({ kind: "in", column: col("status"), values: ["active", "revoked"], negated: false }),
+    ],
+    [
+      "NOT IN",
+      "SELECT * FROM entries WHERE sequence NOT IN (1, 2, 3)",
+      where({ kind: "in", column: col("sequence"), values: [1, 2, 3], negated: true }),
+    ],
+    [
+      "LIKE",
+      "SELECT * FROM entries WHERE name LIKE 'web-%'",
+      where({ kind: "like", column: col("name"), pattern: "web-%", negated: false }),
+    ],
+    [
+      "NOT LIKE",
+      "SELECT * FROM entries WHERE name not like '%_test'",
+      where({ kind: "like", column: col("name"), pattern: "%_test", negated: true }),
+    ],
     ["IS NULL", "SELECT * FROM entries WHERE bond_amount IS NULL", where({ kind: "is_null", column: col("bond_amount"), negated: false })],
-    ["IS NOT NULL", "SELECT * FROM entries WHERE description is not null", where({ kind: "is_null", column: col("description"), negated: true })],
+    [
+      "IS NOT NULL",
+      "SELECT * FROM entries WHERE description is not null",
+      where({ kind: "is_null", column: col("description"), negated: true }),
+    ],
     ["CONTAINS", "SELECT * FROM entries WHERE tags CONTAINS 'search'", where({ kind: "contains", column: col("tags"), value: "search" })],
-    ["data path", "SELECT data.model FROM entries WHERE data.runtime.os = 'linux'", {
-      columns: [data("model")], where: cmp(data("runtime", "os"), "=", "linux"), orderBy: [],
-    }],
+    [
+      "data path",
+      "SELECT data.model FROM entries WHERE data.runtime.os = 'linux'",
+      {
+        columns: [data("model")],
+        where: cmp(data("runtime", "os"), "=", "linux"),
+        orderBy: [],
+      },
+    ],
     ["data keys with - and _", "SELECT * FROM entries WHERE data.max-tokens_v2.x1 = 3", where(cmp(data("max-tokens_v2", "x1"), "=", 3))],
-    ["ORDER BY several columns", "SELECT * FROM entries ORDER BY name, version DESC, published_at ASC, data.rank desc", {
-      columns: "*", orderBy: [
-        { column: col("name"), direction: "asc" },
-        { column: col("version"), direction: "desc" },
-        { column: col("published_at"), direction: "asc" },
-        { column: data("rank"), direction: "desc" },
-      ],
-    }],
+    [
+      "ORDER BY several columns",
+      "SELECT * FROM entries ORDER BY name, version DESC, published_at ASC, data.rank desc",
+      {
+        columns: "*",
+        orderBy: [
+          { column: col("name"), direction: "asc" },
+          { column: col("version"), direction: "desc" },
+          { column: col("published_at"), direction: "asc" },
+          { column: data("rank"), direction: "desc" },
+        ],
+      },
+    ],
     ["LIMIT", "SELECT * FROM entries LIMIT 5", { columns: "*", orderBy: [], limit: 5 }],
     ["LIMIT 0", "SELECT * FROM entries LIMIT 0", { columns: "*", orderBy: [], limit: 0 }],
     ["semicolon", "SELECT * FROM entries;", { columns: "*", orderBy: [] }],
-    ["every clause", "SELECT name FROM entries WHERE is_latest = TRUE ORDER BY sequence DESC LIMIT 10 ;", {
-      columns: [col("name")], where: cmp(col("is_latest"), "=", true), orderBy: [{ column: col("sequence"), direction: "desc" }], limit: 10,
-    }],
-    ["multi-line with tabs and CRLF", "SELECT name,\r\n\tversion\nFROM entries\nWHERE\n  entry_type = 'skill'\nLIMIT 3\n", {
-      columns: [col("name"), col("version")], where: cmp(col("entry_type"), "=", "skill"), orderBy: [], limit: 3,
-    }],
-    ["string with keywords and SQL inside", "SELECT * FROM entries WHERE description = '; DROP TABLE entries; --'", where(cmp(col("description"), "=", "; DROP TABLE entries; --"))],
+    [
+      "every clause",
+      "SELECT name FROM entries WHERE is_latest = TRUE ORDER BY sequence DESC LIMIT 10 ;",
+      {
+        columns: [col("name")],
+        where: cmp(col("is_latest"), "=", true),
+        orderBy: [{ column: col("sequence"), direction: "desc" }],
+        limit: 10,
+      },
+    ],
+    [
+      "multi-line with tabs and CRLF",
+      "SELECT name,\r\n\tversion\nFROM entries\nWHERE\n  entry_type = 'skill'\nLIMIT 3\n",
+      {
+        columns: [col("name"), col("version")],
+        where: cmp(col("entry_type"), "=", "skill"),
+        orderBy: [],
+        limit: 3,
+      },
+    ],
+    [
+      "string with keywords and SQL inside",
+      "SELECT * FROM entries WHERE description = '; DROP TABLE entries; --'",
+      where(cmp(col("description"), "=", "; DROP TABLE entries; --")),
+    ],
     ["multi-line string", "SELECT * FROM entries WHERE description = 'a\nb'", where(cmp(col("description"), "=", "a\nb"))],
   ];
 
@@ -166,7 +240,11 @@ describe("parseQuery rejects", () => {
     ["SELECT * FROM entries WHERE", "1:28", "expected a column, NOT or '(', found end of query"],
     ["SELECT * FROM entries WHERE name", "1:33", "expected an operator (= != <> < <= > >= IN LIKE IS CONTAINS), found end of query"],
     ["SELECT * FROM entries WHERE name =", "1:35", "expected a literal (string, number, TRUE or FALSE), found end of query"],
-    ["SELECT * FROM entries WHERE name = version", "1:36", "expected a literal (string, number, TRUE or FALSE), found identifier 'version'"],
+    [
+      "SELECT * FROM entries WHERE name = version",
+      "1:36",
+      "expected a literal (string, number, TRUE or FALSE), found identifier 'version'",
+    ],
     ["SELECT * FROM entries WHERE name = NULL", "1:36", "expected a literal (string, number, TRUE or FALSE), found keyword NULL"],
     ["SELECT * FROM entries WHERE name == 'a'", "1:35", "expected a literal (string, number, TRUE or FALSE), found '='"],
     ["SELECT * FROM entries WHERE (name = 'a'", "1:40", "expected ')', found end of query"],
@@ -192,26 +270,42 @@ describe("parseQuery rejects", () => {
     ["SELECT * FROM entries WHERE name = 'abc", "1:36", "expected closing quote for the string starting here, found end of query"],
     ["SELECT *\nFROM entries\nWHERE name = 'it''s\n", "3:14", "expected closing quote for the string starting here, found end of query"],
     ["SELECT *\nFROM entries\n  WHERE name # 'a'", "3:14", "expected a keyword, column, literal, operator or punctuation, found '#'"],
-    ["SELECT * FROM entries WHERE name = \"a\"", "1:36", "expected a keyword, column, literal, operator or punctuation, found '\"'"],
+    ['SELECT * FROM entries WHERE name = "a"', "1:36", "expected a keyword, column, literal, operator or punctuation, found '\"'"],
     ["SELECT * FROM entries WHERE sequence = 12abc", "1:42", "expected a digit, space or operator after a number, found 'a'"],
     ["SELECT * FROM entries WHERE sequence = 1.2.3", "1:43", "expected a digit, space or operator after a number, found '.'"],
     ["SELECT * FROM entries WHERE name ! 'a'", "1:34", "expected a keyword, column, literal, operator or punctuation, found '!'"],
     ["SELECT * FROM entries WHERE name = 'a'\u00a0", "1:39", "expected a keyword, column, literal, operator or punctuation, found U+00A0"],
     // Injection-shaped input: statements, unions and comments are simply not part of the grammar.
     // The whole text is read into tokens first, so the comment is reported before the second statement.
-    ["SELECT * FROM entries WHERE name = ''; DROP TABLE entries; --'", "1:60", "expected a keyword, column, literal, operator or punctuation, found '-'"],
+    [
+      "SELECT * FROM entries WHERE name = ''; DROP TABLE entries; --'",
+      "1:60",
+      "expected a keyword, column, literal, operator or punctuation, found '-'",
+    ],
     ["SELECT * FROM entries WHERE name = ''; DROP TABLE entries", "1:40", "expected end of query, found identifier 'DROP'"],
     ["SELECT * FROM entries; DROP TABLE entries", "1:24", "expected end of query, found identifier 'DROP'"],
-    ["SELECT * FROM entries WHERE name = 'a' UNION SELECT * FROM entries", "1:40", "expected AND, OR, ORDER BY, LIMIT, ';' or end of query, found identifier 'UNION'"],
-    ["SELECT * FROM entries UNION SELECT * FROM entries", "1:23", "expected WHERE, ORDER BY, LIMIT, ';' or end of query, found identifier 'UNION'"],
+    [
+      "SELECT * FROM entries WHERE name = 'a' UNION SELECT * FROM entries",
+      "1:40",
+      "expected AND, OR, ORDER BY, LIMIT, ';' or end of query, found identifier 'UNION'",
+    ],
+    [
+      "SELECT * FROM entries UNION SELECT * FROM entries",
+      "1:23",
+      "expected WHERE, ORDER BY, LIMIT, ';' or end of query, found identifier 'UNION'",
+    ],
     ["SELECT * FROM entries -- comment", "1:23", "expected a keyword, column, literal, operator or punctuation, found '-'"],
     ["SELECT * FROM entries WHERE name = 'a' --", "1:40", "expected a keyword, column, literal, operator or punctuation, found '-'"],
     ["SELECT * FROM entries /* comment */", "1:23", "expected a keyword, column, literal, operator or punctuation, found '/'"],
     ["SELECT * FROM entries WHERE name = 'a' OR 1 = 1", "1:43", "expected a column, NOT or '(', found number 1"],
     ["SELECT * FROM entries WHERE data.'x' = 1", "1:34", "expected a key of letters, digits, '_' or '-' after '.', found '''"],
     ["SELECT * FROM entries WHERE data. x = 1", "1:34", "expected a key of letters, digits, '_' or '-' after '.', found space"],
-    ["SELECT * FROM entries WHERE data.x y = 1", "1:36", "expected an operator (= != <> < <= > >= IN LIKE IS CONTAINS), found identifier 'y'"],
-    ["SELECT * FROM entries WHERE data.x\"y\" = 1", "1:35", "expected a keyword, column, literal, operator or punctuation, found '\"'"],
+    [
+      "SELECT * FROM entries WHERE data.x y = 1",
+      "1:36",
+      "expected an operator (= != <> < <= > >= IN LIKE IS CONTAINS), found identifier 'y'",
+    ],
+    ['SELECT * FROM entries WHERE data.x"y" = 1', "1:35", "expected a keyword, column, literal, operator or punctuation, found '\"'"],
     ["SELECT * FROM entries WHERE data.a..b = 1", "1:36", "expected a key of letters, digits, '_' or '-' after '.', found '.'"],
     ["SELECT * FROM entries WHERE data.ключ = 1", "1:34", "expected a key of letters, digits, '_' or '-' after '.', found U+043A"],
     ["SELECT * FROM entries WHERE name = 'a'\\", "1:39", "expected a keyword, column, literal, operator or punctuation, found '\\'"],
@@ -264,7 +358,7 @@ describe("bounds", () => {
   });
 
   it("counts predicates across the whole tree", () => {
-    const text = base + `(${predicates(32)}) AND NOT (${predicates(33)})`;
+    const text = `${base}(${predicates(32)}) AND NOT (${predicates(33)})`;
     expect(failure(text).detail).toBe("too many predicates: at most 64 are allowed");
   });
 
@@ -294,7 +388,10 @@ describe("bounds", () => {
 
   it(`accepts LIMIT ${MAX_LIMIT} and rejects ${MAX_LIMIT + 1}`, () => {
     expect(parseQuery(`SELECT * FROM entries LIMIT ${MAX_LIMIT}`).limit).toBe(MAX_LIMIT);
-    expect(failure(`SELECT * FROM entries LIMIT ${MAX_LIMIT + 1}`)).toEqual({ at: "1:29", detail: "expected LIMIT at most 10000, found number 10001" });
+    expect(failure(`SELECT * FROM entries LIMIT ${MAX_LIMIT + 1}`)).toEqual({
+      at: "1:29",
+      detail: "expected LIMIT at most 10000, found number 10001",
+    });
     expect(failure("SELECT * FROM entries LIMIT 99999999999999999999").detail).toBe(
       "expected LIMIT at most 10000, found number 99999999999999999999",
     );
@@ -339,37 +436,101 @@ describe("checkQuery rejects", () => {
     ["SELECT * FROM entries WHERE entries.name = 'a'", "1:29", `expected ${everyColumn}, found unknown column 'entries.name'`],
     ["SELECT * FROM entries WHERE pg_sleep = 1", "1:29", `expected ${everyColumn}, found unknown column 'pg_sleep'`],
     ["SELECT * FROM entries ORDER BY secret", "1:32", `expected ${everyColumn}, found unknown column 'secret'`],
-    [`SELECT * FROM entries WHERE data.${"k".repeat(65)} = 1`, "1:29", `expected data keys of 1-64 letters, digits, '_' or '-', found 'data.${"k".repeat(65)}'`],
-    ["SELECT * FROM entries WHERE sequence LIKE '1%'", "1:29", "expected an operator for number column 'sequence' (= != < <= > >= IN), found LIKE"],
-    ["SELECT * FROM entries WHERE is_latest CONTAINS 'x'", "1:29", "expected an operator for boolean column 'is_latest' (= !=), found CONTAINS"],
+    [
+      `SELECT * FROM entries WHERE data.${"k".repeat(65)} = 1`,
+      "1:29",
+      `expected data keys of 1-64 letters, digits, '_' or '-', found 'data.${"k".repeat(65)}'`,
+    ],
+    [
+      "SELECT * FROM entries WHERE sequence LIKE '1%'",
+      "1:29",
+      "expected an operator for number column 'sequence' (= != < <= > >= IN), found LIKE",
+    ],
+    [
+      "SELECT * FROM entries WHERE is_latest CONTAINS 'x'",
+      "1:29",
+      "expected an operator for boolean column 'is_latest' (= !=), found CONTAINS",
+    ],
     ["SELECT * FROM entries WHERE is_latest IN (TRUE)", "1:29", "expected an operator for boolean column 'is_latest' (= !=), found IN"],
     ["SELECT * FROM entries WHERE tags < 'a'", "1:29", "expected an operator for tags column 'tags' (CONTAINS), found <"],
     ["SELECT * FROM entries WHERE tags = 'a'", "1:29", "expected an operator for tags column 'tags' (CONTAINS), found ="],
-    ["SELECT * FROM entries WHERE published_at LIKE '2026%'", "1:29", "expected an operator for time column 'published_at' (= != < <= > >= IN), found LIKE"],
+    [
+      "SELECT * FROM entries WHERE published_at LIKE '2026%'",
+      "1:29",
+      "expected an operator for time column 'published_at' (= != < <= > >= IN), found LIKE",
+    ],
     ["SELECT * FROM entries WHERE status < 'b'", "1:29", "expected an operator for status column 'status' (= != IN), found <"],
-    ["SELECT * FROM entries WHERE version CONTAINS '1'", "1:29", "expected an operator for semver column 'version' (= != < <= > >= IN LIKE), found CONTAINS"],
+    [
+      "SELECT * FROM entries WHERE version CONTAINS '1'",
+      "1:29",
+      "expected an operator for semver column 'version' (= != < <= > >= IN LIKE), found CONTAINS",
+    ],
     ["SELECT * FROM entries WHERE entry_did = 5", "1:41", "expected a string for 'entry_did', found number 5"],
     ["SELECT * FROM entries WHERE name IN ('a', TRUE)", "1:43", "expected a string for 'name', found TRUE"],
     ["SELECT * FROM entries WHERE description CONTAINS 3", "1:50", "expected a string for 'description', found number 3"],
     ["SELECT * FROM entries WHERE tags CONTAINS FALSE", "1:43", "expected a string for 'tags', found FALSE"],
-    ["SELECT * FROM entries WHERE version > 'latest'", "1:39", "expected a SemVer version string such as '1.2.3' for 'version', found string 'latest'"],
-    ["SELECT * FROM entries WHERE version = 'v1.0.0'", "1:39", "expected a SemVer version string such as '1.2.3' for 'version', found string 'v1.0.0'"],
-    ["SELECT * FROM entries WHERE version IN ('1.0.0', '1.0')", "1:50", "expected a SemVer version string such as '1.2.3' for 'version', found string '1.0'"],
+    [
+      "SELECT * FROM entries WHERE version > 'latest'",
+      "1:39",
+      "expected a SemVer version string such as '1.2.3' for 'version', found string 'latest'",
+    ],
+    [
+      "SELECT * FROM entries WHERE version = 'v1.0.0'",
+      "1:39",
+      "expected a SemVer version string such as '1.2.3' for 'version', found string 'v1.0.0'",
+    ],
+    [
+      "SELECT * FROM entries WHERE version IN ('1.0.0', '1.0')",
+      "1:50",
+      "expected a SemVer version string such as '1.2.3' for 'version', found string '1.0'",
+    ],
     ["SELECT * FROM entries WHERE version = 1", "1:39", "expected a SemVer version string such as '1.2.3' for 'version', found number 1"],
-    ["SELECT * FROM entries WHERE published_at > 'yesterday'", "1:44", "expected a date '2026-01-01' or an RFC 3339 time for 'published_at', found string 'yesterday'"],
-    ["SELECT * FROM entries WHERE published_at > '2026-02-30'", "1:44", "expected a date '2026-01-01' or an RFC 3339 time for 'published_at', found string '2026-02-30'"],
-    ["SELECT * FROM entries WHERE published_at > '2026-01-01 10:00:00'", "1:44", "expected a date '2026-01-01' or an RFC 3339 time for 'published_at', found string '2026-01-01 10:00:00'"],
+    [
+      "SELECT * FROM entries WHERE published_at > 'yesterday'",
+      "1:44",
+      "expected a date '2026-01-01' or an RFC 3339 time for 'published_at', found string 'yesterday'",
+    ],
+    [
+      "SELECT * FROM entries WHERE published_at > '2026-02-30'",
+      "1:44",
+      "expected a date '2026-01-01' or an RFC 3339 time for 'published_at', found string '2026-02-30'",
+    ],
+    [
+      "SELECT * FROM entries WHERE published_at > '2026-01-01 10:00:00'",
+      "1:44",
+      "expected a date '2026-01-01' or an RFC 3339 time for 'published_at', found string '2026-01-01 10:00:00'",
+    ],
     ["SELECT * FROM entries WHERE sequence = '5'", "1:40", "expected an integer for 'sequence', found string '5'"],
     ["SELECT * FROM entries WHERE sequence > 1.5", "1:40", "expected an integer for 'sequence', found number 1.5"],
-    ["SELECT * FROM entries WHERE bond_amount > 100", "1:43", "expected an amount string such as '100 USDC' for 'bond_amount', found number 100"],
-    ["SELECT * FROM entries WHERE bond_amount > '100'", "1:43", "expected an amount string such as '100 USDC' for 'bond_amount', found string '100'"],
+    [
+      "SELECT * FROM entries WHERE bond_amount > 100",
+      "1:43",
+      "expected an amount string such as '100 USDC' for 'bond_amount', found number 100",
+    ],
+    [
+      "SELECT * FROM entries WHERE bond_amount > '100'",
+      "1:43",
+      "expected an amount string such as '100 USDC' for 'bond_amount', found string '100'",
+    ],
     ["SELECT * FROM entries WHERE is_latest = 'true'", "1:41", "expected TRUE or FALSE for 'is_latest', found string 'true'"],
     ["SELECT * FROM entries WHERE is_latest = 1", "1:41", "expected TRUE or FALSE for 'is_latest', found number 1"],
     ["SELECT * FROM entries WHERE status = 'deleted'", "1:38", "expected 'active' or 'revoked' for 'status', found string 'deleted'"],
-    ["SELECT * FROM entries WHERE name = 'a' AND NOT (name = 'b' OR sequence = 'x''; --')", "1:74", "expected an integer for 'sequence', found string 'x''; --'"],
+    [
+      "SELECT * FROM entries WHERE name = 'a' AND NOT (name = 'b' OR sequence = 'x''; --')",
+      "1:74",
+      "expected an integer for 'sequence', found string 'x''; --'",
+    ],
     ["SELECT * FROM entries ORDER BY tags", "1:32", "expected a column that can be ordered, found tags column 'tags'"],
-    ["SELECT * FROM entries ORDER BY revoked_at", "1:32", "expected a column that can be ordered, found 'revoked_at', which is null for some entries"],
-    ["SELECT * FROM entries WHERE published_at IS NULL", "1:29", "expected an operator for time column 'published_at' (= != < <= > >= IN), found IS NULL"],
+    [
+      "SELECT * FROM entries ORDER BY revoked_at",
+      "1:32",
+      "expected a column that can be ordered, found 'revoked_at', which is null for some entries",
+    ],
+    [
+      "SELECT * FROM entries WHERE published_at IS NULL",
+      "1:29",
+      "expected an operator for time column 'published_at' (= != < <= > >= IN), found IS NULL",
+    ],
   ];
 
   it.each(cases)("%j", (text, at, detail) => {

@@ -67,7 +67,8 @@ describe("one checker for both discovery endpoints", () => {
           const structuredPart = structured.length === 0 ? undefined : structured[0]!.field.replace("conditions[0].", "");
           const text = queryText(column, op, value);
           const queryPart = queryLanguageRefusal(text);
-          if (structuredPart !== queryPart) disagreements.push(`${text}: structured ${structuredPart ?? "accepts"}, query language ${queryPart ?? "accepts"}`);
+          if (structuredPart !== queryPart)
+            disagreements.push(`${text}: structured ${structuredPart ?? "accepts"}, query language ${queryPart ?? "accepts"}`);
           if (queryPart !== undefined) refusals += 1;
         }
       }
@@ -79,7 +80,10 @@ describe("one checker for both discovery endpoints", () => {
 
   it("states the checker's refusal in the condition's words", () => {
     const violation = (condition: StructuredCondition) => structuredRefusal(condition)[0];
-    expect(violation({ field: "tags", op: ">", value: "x" })).toEqual({ field: "conditions[0].op", description: "> does not apply to tags; use one of CONTAINS" });
+    expect(violation({ field: "tags", op: ">", value: "x" })).toEqual({
+      field: "conditions[0].op",
+      description: "> does not apply to tags; use one of CONTAINS",
+    });
     // The column takes IS NULL too, which a condition cannot spell, so it is not offered.
     expect(violation({ field: "revokedAt", op: "contains", value: "x" })).toEqual({
       field: "conditions[0].op",

@@ -19,45 +19,117 @@ const L = 2n ** 252n + 27742317777372353535851937790883648493n;
 
 // The vectors as docs/signatures.md publishes them; the docs are checked against these below.
 const SMALL_ORDER_KEYS = [
-  { order: 1, hex: "0100000000000000000000000000000000000000000000000000000000000000", did: "did:key:z6MkeXATEjyXENzBXBxgC5EHk2JE5aqd7qMGGtDpLUH1e2Sj" },
-  { order: 2, hex: "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", did: "did:key:z6MkvQQfodDS9hpfvSLcFA5f2iCB9tBXk3PE5b1P8VVsjtRt" },
-  { order: 4, hex: "0000000000000000000000000000000000000000000000000000000000000000", did: "did:key:z6MkeTG3bFFSLYVU7VqhgZxqr6YzpaGrQtFMh1uvqGy1vDnP" },
-  { order: 4, hex: "0000000000000000000000000000000000000000000000000000000000000080", did: "did:key:z6MkeTG3bFFSLYVU7VqhgZxqr6YzpaGrQtFMh1uvqGy1vDpb" },
-  { order: 8, hex: "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a", did: "did:key:z6MksrRtMyx4CiuAvgkmwsiPXKj7ULY8yG49hjvu11gGFbhb" },
-  { order: 8, hex: "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa", did: "did:key:z6MksrRtMyx4CiuAvgkmwsiPXKj7ULY8yG49hjvu11gGFbjo" },
-  { order: 8, hex: "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05", did: "did:key:z6Mkh59EgPEuBMugWwYWVMbZFQmHm8V1tcgLejJJTx6d8KB2" },
-  { order: 8, hex: "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85", did: "did:key:z6Mkh59EgPEuBMugWwYWVMbZFQmHm8V1tcgLejJJTx6d8KDE" },
+  {
+    order: 1,
+    hex: "0100000000000000000000000000000000000000000000000000000000000000",
+    did: "did:key:z6MkeXATEjyXENzBXBxgC5EHk2JE5aqd7qMGGtDpLUH1e2Sj",
+  },
+  {
+    order: 2,
+    hex: "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    did: "did:key:z6MkvQQfodDS9hpfvSLcFA5f2iCB9tBXk3PE5b1P8VVsjtRt",
+  },
+  {
+    order: 4,
+    hex: "0000000000000000000000000000000000000000000000000000000000000000",
+    did: "did:key:z6MkeTG3bFFSLYVU7VqhgZxqr6YzpaGrQtFMh1uvqGy1vDnP",
+  },
+  {
+    order: 4,
+    hex: "0000000000000000000000000000000000000000000000000000000000000080",
+    did: "did:key:z6MkeTG3bFFSLYVU7VqhgZxqr6YzpaGrQtFMh1uvqGy1vDpb",
+  },
+  {
+    order: 8,
+    hex: "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac037a",
+    did: "did:key:z6MksrRtMyx4CiuAvgkmwsiPXKj7ULY8yG49hjvu11gGFbhb",
+  },
+  {
+    order: 8,
+    hex: "c7176a703d4dd84fba3c0b760d10670f2a2053fa2c39ccc64ec7fd7792ac03fa",
+    did: "did:key:z6MksrRtMyx4CiuAvgkmwsiPXKj7ULY8yG49hjvu11gGFbjo",
+  },
+  {
+    order: 8,
+    hex: "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05",
+    did: "did:key:z6Mkh59EgPEuBMugWwYWVMbZFQmHm8V1tcgLejJJTx6d8KB2",
+  },
+  {
+    order: 8,
+    hex: "26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc85",
+    did: "did:key:z6Mkh59EgPEuBMugWwYWVMbZFQmHm8V1tcgLejJJTx6d8KDE",
+  },
 ] as const;
 
 const NON_CANONICAL_KEYS = [
-  { what: "y = 1 (the identity) with the sign bit set", hex: "0100000000000000000000000000000000000000000000000000000000000080", did: "did:key:z6MkeXATEjyXENzBXBxgC5EHk2JE5aqd7qMGGtDpLUH1e2Uw" },
-  { what: "y = p - 1 (order 2) with the sign bit set", hex: "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", did: "did:key:z6MkvQQfodDS9hpfvSLcFA5f2iCB9tBXk3PE5b1P8VVsjtU6" },
-  { what: "y = p, read as 0 (order 4)", hex: "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", did: "did:key:z6MkvUK5T7wX3YKPL8TakfM6vdwQQtkJSzV8fTKGdgosTh6E" },
-  { what: "y = p with the sign bit set (order 4)", hex: "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", did: "did:key:z6MkvUK5T7wX3YKPL8TakfM6vdwQQtkJSzV8fTKGdgosTh8S" },
-  { what: "y = p + 1, read as 1 (the identity)", hex: "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", did: "did:key:z6MkvYDV6cfbwNp6jpaZGAcYpZgdfuK59wb3FKdA8t7sBVka" },
-  { what: "y = p + 1 with the sign bit set (the identity)", hex: "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff", did: "did:key:z6MkvYDV6cfbwNp6jpaZGAcYpZgdfuK59wb3FKdA8t7sBVnn" },
-  { what: "y = p + 3, read as 3 (a point of large order)", hex: "f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f", did: "did:key:z6Mkvg2JPc7mj3oXZCpWHB9ScRB6BvScZqnrR4Ew9Gjrd75G" },
+  {
+    what: "y = 1 (the identity) with the sign bit set",
+    hex: "0100000000000000000000000000000000000000000000000000000000000080",
+    did: "did:key:z6MkeXATEjyXENzBXBxgC5EHk2JE5aqd7qMGGtDpLUH1e2Uw",
+  },
+  {
+    what: "y = p - 1 (order 2) with the sign bit set",
+    hex: "ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    did: "did:key:z6MkvQQfodDS9hpfvSLcFA5f2iCB9tBXk3PE5b1P8VVsjtU6",
+  },
+  {
+    what: "y = p, read as 0 (order 4)",
+    hex: "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    did: "did:key:z6MkvUK5T7wX3YKPL8TakfM6vdwQQtkJSzV8fTKGdgosTh6E",
+  },
+  {
+    what: "y = p with the sign bit set (order 4)",
+    hex: "edffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    did: "did:key:z6MkvUK5T7wX3YKPL8TakfM6vdwQQtkJSzV8fTKGdgosTh8S",
+  },
+  {
+    what: "y = p + 1, read as 1 (the identity)",
+    hex: "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    did: "did:key:z6MkvYDV6cfbwNp6jpaZGAcYpZgdfuK59wb3FKdA8t7sBVka",
+  },
+  {
+    what: "y = p + 1 with the sign bit set (the identity)",
+    hex: "eeffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff",
+    did: "did:key:z6MkvYDV6cfbwNp6jpaZGAcYpZgdfuK59wb3FKdA8t7sBVnn",
+  },
+  {
+    what: "y = p + 3, read as 3 (a point of large order)",
+    hex: "f0ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f",
+    did: "did:key:z6Mkvg2JPc7mj3oXZCpWHB9ScRB6BvScZqnrR4Ew9Gjrd75G",
+  },
 ] as const;
 
 /** R = B, S = 1; it also holds the equation for half of all messages when A has order 2. */
 const UNIVERSAL_SIGNATURE = BASE_POINT_SIGNATURE;
 
 /** R = the identity, S = 0: refused for its R, a point of small order. */
-const IDENTITY_NONCE_SIGNATURE =
-  "ed25519:AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+const IDENTITY_NONCE_SIGNATURE = "ed25519:AQAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
 
 // The documented entry's signature (test/support/published-vector.ts)
 // with L added to S, and with S = L exactly.
-const ENTRY_SIGNATURE_S_PLUS_L =
-  "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nANwKv5hs9GFHizD_zZCehiGZ3iBjZ7xQknXpjhgvIEw";
-const ENTRY_SIGNATURE_S_EQUALS_L =
-  "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nt0_VcGmMSWNac96Le-d4UAAAAAAAAAAAAAAAAAAAAEA";
+const ENTRY_SIGNATURE_S_PLUS_L = "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nANwKv5hs9GFHizD_zZCehiGZ3iBjZ7xQknXpjhgvIEw";
+const ENTRY_SIGNATURE_S_EQUALS_L = "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nt0_VcGmMSWNac96Le-d4UAAAAAAAAAAAAAAAAAAAAEA";
 
 // RFC 8032 section 7.1, TESTs 1 to 3: secret seed, public key, message, signature.
 const RFC8032_VECTORS = [
-  ["9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60", "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a", "", "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b"],
-  ["4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb", "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c", "72", "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00"],
-  ["c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7", "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025", "af82", "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a"],
+  [
+    "9d61b19deffd5a60ba844af492ec2cc44449c5697b326919703bac031cae7f60",
+    "d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a",
+    "",
+    "e5564300c360ac729086e2cc806e828a84877f1eb8e5d974d873e065224901555fb8821590a33bacc61e39701cf9b46bd25bf5f0595bbe24655141438e7a100b",
+  ],
+  [
+    "4ccd089b28ff96da9db6c346ec114e0f5b8a319f35aba624da8cf6ed4fb8a6fb",
+    "3d4017c3e843895a92b70aa74d1b7ebc9c982ccf2ec4968cc0cd55f12af4660c",
+    "72",
+    "92a009a9f0d4cab8720e820b5f642540a2b27b5416503f8fb3762223ebdb69da085ac1e43e15996e458f3613d0f11d8c387b2eaeb4302aeeb00d291612bb0c00",
+  ],
+  [
+    "c5aa8df43f9f837bedb7442f31dcb7b166d38535076f094b85ce3a2e0b4458f7",
+    "fc51cd8e6218a1a38da47ed00230f0580816ed13ba3303ac5deb911548908025",
+    "af82",
+    "6291d657deec24024827e69c3abe01a30ce548a284743a445e3680d7db5ac3ac18ff9b538d16f290ae67f760984dc6594a7c15e9716ed28dc027beceea1ec40a",
+  ],
 ] as const;
 
 const server = createSignatureVerifier();
@@ -76,8 +148,7 @@ async function verdicts(signature: Uint8Array, signed: Uint8Array, publicKey: Ui
 async function entryVerdicts(fields: EntrySigningFields, signature: string) {
   const bytes = parseSignature(signature);
   const key = ed25519KeyFromDid(fields.publisherDid);
-  const serverAccepts =
-    !("error" in bytes) && !("error" in key) && (await server.verify(key, entrySigningPayload(fields), bytes));
+  const serverAccepts = !("error" in bytes) && !("error" in key) && (await server.verify(key, entrySigningPayload(fields), bytes));
   return { server: serverAccepts, sdk: await verifyEntrySignature(fields, signature) };
 }
 
@@ -243,14 +314,17 @@ describe("R, and keys with a small-order component (where a cofactor would chang
 });
 
 describe("ordinary keys and signatures", () => {
-  it.each(RFC8032_VECTORS)("RFC 8032 key %s: its signature is accepted by both, a changed one by neither", async (_seed, publicKeyHex, messageHex, signatureHex) => {
-    const publicKey = hexBytes(publicKeyHex);
-    const signed = hexBytes(messageHex);
-    const signature = hexBytes(signatureHex);
-    expect(ed25519KeyFromDid(didFromEd25519Key(publicKey))).toEqual(publicKey);
-    expect(await verdicts(signature, signed, publicKey)).toEqual(acceptedByBoth);
-    expect(await verdicts(signature, Uint8Array.from([...signed, 0]), publicKey)).toEqual(refusedByBoth);
-  });
+  it.each(RFC8032_VECTORS)(
+    "RFC 8032 key %s: its signature is accepted by both, a changed one by neither",
+    async (_seed, publicKeyHex, messageHex, signatureHex) => {
+      const publicKey = hexBytes(publicKeyHex);
+      const signed = hexBytes(messageHex);
+      const signature = hexBytes(signatureHex);
+      expect(ed25519KeyFromDid(didFromEd25519Key(publicKey))).toEqual(publicKey);
+      expect(await verdicts(signature, signed, publicKey)).toEqual(acceptedByBoth);
+      expect(await verdicts(signature, Uint8Array.from([...signed, 0]), publicKey)).toEqual(refusedByBoth);
+    },
+  );
 
   it("the documented entry signature is accepted by both", async () => {
     expect(await entryVerdicts(ENTRY, ENTRY_SIGNATURE)).toEqual(acceptedByBoth);

@@ -180,12 +180,19 @@ describe("structured conditions", () => {
       { field: "data.n", op: "IN", value: [1, -Infinity] },
       { field: "tags", op: "CONTAINS", value: "\udfff" },
     ];
-    expect(conditionFields({ entryType: "", conditions })).toEqual(["conditions[1].value", "conditions[2].value", "conditions[3].value", "conditions[4].value"]);
+    expect(conditionFields({ entryType: "", conditions })).toEqual([
+      "conditions[1].value",
+      "conditions[2].value",
+      "conditions[3].value",
+      "conditions[4].value",
+    ]);
   });
 
   it("refuses an entryType that is not storable text, and __proto__ in a data path", () => {
     expect(conditionFields({ entryType: "a\ud800", conditions: [] })).toEqual(["entryType"]);
-    expect(conditionFields({ entryType: "", conditions: [{ field: "data.__proto__", op: "=", value: "x" }] })).toEqual(["conditions[0].field"]);
+    expect(conditionFields({ entryType: "", conditions: [{ field: "data.__proto__", op: "=", value: "x" }] })).toEqual([
+      "conditions[0].field",
+    ]);
   });
 
   it("does not quote a sent field or operator raw in its message", () => {

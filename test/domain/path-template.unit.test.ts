@@ -10,11 +10,7 @@ function match(template: string, path: string): Record<string, string> | undefin
 describe("parsePathTemplate", () => {
   it("parses literals and a single-segment variable", () => {
     const template = parsePathTemplate("/v1/entries/{did}");
-    expect(template.segments).toEqual([
-      { kind: "literal", value: "v1" },
-      { kind: "literal", value: "entries" },
-      { kind: "any" },
-    ]);
+    expect(template.segments).toEqual([{ kind: "literal", value: "v1" }, { kind: "literal", value: "entries" }, { kind: "any" }]);
     expect(template.variables).toEqual([{ fieldPath: "did", start: 2, end: 3 }]);
     expect(template.verb).toBeUndefined();
   });
@@ -145,10 +141,10 @@ describe("matchPathTemplate", () => {
 });
 
 describe("variables that do not decode", () => {
-  it.each(["%", "%zz", "%C3", "%FF", "%ED%A0%80", "%C0%AF"])("%s names the variable rather than missing the route", (escape) => {
+  it.each(["%", "%zz", "%C3", "%FF", "%ED%A0%80", "%C0%AF"])("%s names the variable rather than missing the route", (encoded) => {
     const template = parsePathTemplate("/v1/entries/{did}/versions");
-    expect(() => matchPathTemplate(template, `/v1/entries/x${escape}/versions`)).toThrow(PathEncodingError);
-    expect(() => matchPathTemplate(template, `/v1/entries/x${escape}/versions`)).toThrow(/^did: /);
+    expect(() => matchPathTemplate(template, `/v1/entries/x${encoded}/versions`)).toThrow(PathEncodingError);
+    expect(() => matchPathTemplate(template, `/v1/entries/x${encoded}/versions`)).toThrow(/^did: /);
     // A path of another shape is still no match, whatever it holds.
     expect(matchPathTemplate(template, `/v1/entries/x${escape}`)).toBeUndefined();
   });

@@ -38,43 +38,67 @@ function bufCurl(...args: string[]) {
 }
 
 describe("buf curl against the running registry", () => {
-  it("lists the registry, token and health methods through reflection", async () => {
-    const { stdout } = await bufCurl("--list-methods", registry.url);
-    const methods = stdout.split("\n").map((line) => line.trim());
-    expect(methods).toContain("registry.v1.RegistryService/ResolveEntry");
-    expect(methods).toContain("registry.v1.RegistryService/CreateEntry");
-    expect(methods).toContain("auth.v1.TokenService/IssueToken");
-    expect(methods).toContain("grpc.health.v1.Health/Check");
-  }, BUF_MS);
+  it(
+    "lists the registry, token and health methods through reflection",
+    async () => {
+      const { stdout } = await bufCurl("--list-methods", registry.url);
+      const methods = stdout.split("\n").map((line) => line.trim());
+      expect(methods).toContain("registry.v1.RegistryService/ResolveEntry");
+      expect(methods).toContain("registry.v1.RegistryService/CreateEntry");
+      expect(methods).toContain("auth.v1.TokenService/IssueToken");
+      expect(methods).toContain("grpc.health.v1.Health/Check");
+    },
+    BUF_MS,
+  );
 
-  it("resolves the published entry", async () => {
-    const did = "did:reg:main:skill:buf-curl";
-    const { stdout } = await bufCurl("-d", JSON.stringify({ did }), `${registry.url}/registry.v1.RegistryService/ResolveEntry`);
-    const { entry } = JSON.parse(stdout);
-    expect(entry.entryDid).toBe(`${did}@1.4.2`);
-    expect(entry).toMatchObject({
-      version: "1.4.2",
-      publisherDid: publisher.did,
-      status: "active",
-      isLatest: true,
-      sequence: published.sequence,
-      signature: published.signature,
-    });
-  }, BUF_MS);
+  it(
+    "resolves the published entry",
+    async () => {
+      const did = "did:reg:main:skill:buf-curl";
+      const { stdout } = await bufCurl("-d", JSON.stringify({ did }), `${registry.url}/registry.v1.RegistryService/ResolveEntry`);
+      const { entry } = JSON.parse(stdout);
+      expect(entry.entryDid).toBe(`${did}@1.4.2`);
+      expect(entry).toMatchObject({
+        version: "1.4.2",
+        publisherDid: publisher.did,
+        status: "active",
+        isLatest: true,
+        sequence: published.sequence,
+        signature: published.signature,
+      });
+    },
+    BUF_MS,
+  );
 
-  it("reports the server as SERVING on Health/Check", async () => {
-    const { stdout } = await bufCurl("-d", '{"service":"registry.v1.RegistryService"}', `${registry.url}/grpc.health.v1.Health/Check`);
-    expect(JSON.parse(stdout)).toEqual({ status: "SERVING" });
-  }, BUF_MS);
+  it(
+    "reports the server as SERVING on Health/Check",
+    async () => {
+      const { stdout } = await bufCurl("-d", '{"service":"registry.v1.RegistryService"}', `${registry.url}/grpc.health.v1.Health/Check`);
+      expect(JSON.parse(stdout)).toEqual({ status: "SERVING" });
+    },
+    BUF_MS,
+  );
 
-  it("gets the gRPC status of a failure: not_found for an unknown entry", async () => {
-    const call = bufCurl("-d", '{"did":"did:reg:main:skill:nobody-published-this"}', `${registry.url}/registry.v1.RegistryService/ResolveEntry`);
-    await expect(call).rejects.toMatchObject({ stderr: expect.stringMatching(/not[_ ]found/i) });
-  }, BUF_MS);
+  it(
+    "gets the gRPC status of a failure: not_found for an unknown entry",
+    async () => {
+      const call = bufCurl(
+        "-d",
+        '{"did":"did:reg:main:skill:nobody-published-this"}',
+        `${registry.url}/registry.v1.RegistryService/ResolveEntry`,
+      );
+      await expect(call).rejects.toMatchObject({ stderr: expect.stringMatching(/not[_ ]found/i) });
+    },
+    BUF_MS,
+  );
 
-  it("gets unauthenticated for a create without a token", async () => {
-    const entry = await publisher.entry("buf-curl", "1.5.0");
-    const call = bufCurl("-d", JSON.stringify({ entry }), `${registry.url}/registry.v1.RegistryService/CreateEntry`);
-    await expect(call).rejects.toMatchObject({ stderr: expect.stringMatching(/unauthenticated/i) });
-  }, BUF_MS);
+  it(
+    "gets unauthenticated for a create without a token",
+    async () => {
+      const entry = await publisher.entry("buf-curl", "1.5.0");
+      const call = bufCurl("-d", JSON.stringify({ entry }), `${registry.url}/registry.v1.RegistryService/CreateEntry`);
+      await expect(call).rejects.toMatchObject({ stderr: expect.stringMatching(/unauthenticated/i) });
+    },
+    BUF_MS,
+  );
 });

@@ -13,7 +13,7 @@ import { CreateEntryResponseSchema, ResolveEntryResponseSchema } from "../../gen
  * reach the edges (empty, non-ASCII, lone surrogates, -0, huge and negative numbers, deep nesting).
  */
 
-const PIECES = ["", "a", "web-search", "é", "日本語", "🦀", "\u0000", "\ud800", "line\nbreak", "x".repeat(200), "\"quoted\"", "1"];
+const PIECES = ["", "a", "web-search", "é", "日本語", "🦀", "\u0000", "\ud800", "line\nbreak", "x".repeat(200), '"quoted"', "1"];
 const NUMBERS = [0, -0, 1, -1, 0.5, 1e308, -1e-308, 2 ** 53, -(2 ** 31), 123456.789];
 
 function pick<T>(next: () => number, items: readonly T[]): T {
@@ -92,13 +92,42 @@ describe("the direct binary writer", () => {
       const next = seededRandom(seed);
       expectSameBytes(ResolveEntryResponseSchema, create(ResolveEntryResponseSchema, { entry: entry(next) as never }), seed);
       expectSameBytes(CreateEntryResponseSchema, create(CreateEntryResponseSchema, { entry: entry(next) as never }), seed);
-      expectSameBytes(ChangeSchema, create(ChangeSchema, { index: BigInt(seed), kind: text(next), entry: entry(next) as never, latestVersion: text(next), loggedAt: text(next) }), seed);
-      expectSameBytes(EntryVersionSchema, create(EntryVersionSchema, { version: text(next), entryDid: text(next), status: text(next), publishedAt: text(next), sequence: BigInt(seed) }), seed);
+      expectSameBytes(
+        ChangeSchema,
+        create(ChangeSchema, {
+          index: BigInt(seed),
+          kind: text(next),
+          entry: entry(next) as never,
+          latestVersion: text(next),
+          loggedAt: text(next),
+        }),
+        seed,
+      );
+      expectSameBytes(
+        EntryVersionSchema,
+        create(EntryVersionSchema, {
+          version: text(next),
+          entryDid: text(next),
+          status: text(next),
+          publishedAt: text(next),
+          sequence: BigInt(seed),
+        }),
+        seed,
+      );
     }
   });
 
   it("writes a Struct's values of every kind, nested", () => {
-    const data = { n: null, d: -0, big: 1e308, s: "日本語🦀", t: true, f: false, list: [1, "two", [null, { deep: [] }]], o: { "10": 1, "2": 2, b: {} } };
+    const data = {
+      n: null,
+      d: -0,
+      big: 1e308,
+      s: "日本語🦀",
+      t: true,
+      f: false,
+      list: [1, "two", [null, { deep: [] }]],
+      o: { "10": 1, "2": 2, b: {} },
+    };
     expectSameBytes(EntrySchema, create(EntrySchema, { data }), 0);
     expectSameBytes(EntrySchema, create(EntrySchema, { data: {} }), 0);
   });
@@ -107,6 +136,8 @@ describe("the direct binary writer", () => {
     expect(writesDirectly(ValueSchema)).toBe(false); // a oneof
     expect(writesDirectly(ListChangesResponseSchema)).toBe(false); // repeated messages
     const withUnknown = { ...create(EntrySchema, { version: "1.0.0" }), $unknown: [{ no: 99, wireType: 0, data: new Uint8Array([1]) }] };
-    expect(Buffer.from(encodeBinary(EntrySchema, withUnknown as Message))).toEqual(Buffer.from(toBinary(EntrySchema, withUnknown as never)));
+    expect(Buffer.from(encodeBinary(EntrySchema, withUnknown as Message))).toEqual(
+      Buffer.from(toBinary(EntrySchema, withUnknown as never)),
+    );
   });
 });

@@ -68,7 +68,13 @@ async function startObserved(overrides: Partial<RegistryConfig> = {}): Promise<O
     calls: (from) => lines.slice(from).filter((line) => line.msg === "call"),
     async accessToken(subject) {
       const root = generateRootToken();
-      await repository.createRootToken({ id: generateRootTokenId(), tokenHash: hashRootToken(root), subject, scopes: [SCOPE], description: "test" });
+      await repository.createRootToken({
+        id: generateRootTokenId(),
+        tokenHash: hashRootToken(root),
+        subject,
+        scopes: [SCOPE],
+        description: "test",
+      });
       const response = await fetch(`${running.url}/v1/tokens`, {
         method: "POST",
         headers: { authorization: `Bearer ${root}`, "content-type": "application/json" },
@@ -176,26 +182,31 @@ describe("access lines", () => {
   it.each([
     ["connect", "HTTP/1.1", () => createConnectTransport({ baseUrl: registry.url, httpVersion: "1.1" })],
     ["grpc", "HTTP/2", () => createGrpcTransport({ baseUrl: registry.url })],
-  ] as const)("a streaming call through Connect's adapter (%s, %s) gets its line when the client ends it", async (protocol, _version, transport) => {
-    const health = createClient(Health, transport());
-    const from = registry.lines.length;
-    const abort = new AbortController();
-    for await (const response of health.watch({ service: "" }, { signal: abort.signal })) {
-      expect(response.status).toBeGreaterThan(0);
-      break;
-    }
-    abort.abort();
-    const line = await eventually(() => registry.calls(from)[0], "the Watch call's access line");
-    expect(line).toMatchObject({ protocol, method: "grpc.health.v1.Health/Watch", code: "canceled", status: 200, client: "127.0.0.1" });
-    expect(line.requestId).toMatch(UUID);
-  });
+  ] as const)(
+    "a streaming call through Connect's adapter (%s, %s) gets its line when the client ends it",
+    async (protocol, _version, transport) => {
+      const health = createClient(Health, transport());
+      const from = registry.lines.length;
+      const abort = new AbortController();
+      for await (const response of health.watch({ service: "" }, { signal: abort.signal })) {
+        expect(response.status).toBeGreaterThan(0);
+        break;
+      }
+      abort.abort();
+      const line = await eventually(() => registry.calls(from)[0], "the Watch call's access line");
+      expect(line).toMatchObject({ protocol, method: "grpc.health.v1.Health/Watch", code: "canceled", status: 200, client: "127.0.0.1" });
+      expect(line.requestId).toMatch(UUID);
+    },
+  );
 
   it("a request that matches no route is logged with its path; probes and scrapes are not logged", async () => {
     const from = registry.lines.length;
     expect((await fetch(`${registry.url}/no/such/route`)).status).toBe(404);
     expect((await fetch(`${registry.url}/healthz`)).status).toBe(200);
     expect((await fetch(`${registry.url}/metrics`)).status).toBe(200);
-    expect(registry.calls(from)).toEqual([expect.objectContaining({ protocol: "rest", path: "/no/such/route", code: "not_found", status: 404 })]);
+    expect(registry.calls(from)).toEqual([
+      expect.objectContaining({ protocol: "rest", path: "/no/such/route", code: "not_found", status: 404 }),
+    ]);
   });
 
   it("never writes a credential: not the root token, the access token, nor a bad one", async () => {
@@ -203,14 +214,21 @@ describe("access lines", () => {
     const subject = (await createPublisher()).did;
     const secret = await registry.accessToken(subject);
     const bogus = "Bearer bogus.credential.value";
-    await fetch(`${registry.url}/v1/entries`, { method: "POST", headers: { authorization: bogus, "content-type": "application/json" }, body: "{}" });
+    await fetch(`${registry.url}/v1/entries`, {
+      method: "POST",
+      headers: { authorization: bogus, "content-type": "application/json" },
+      body: "{}",
+    });
     const client = registryClient("grpc", registry.url);
     try {
       await client.create(await publisher.entry("never-logged", "1.0.0"), secret);
     } finally {
       client.close();
     }
-    const logged = registry.lines.slice(from).map((line) => JSON.stringify(line)).join("\n");
+    const logged = registry.lines
+      .slice(from)
+      .map((line) => JSON.stringify(line))
+      .join("\n");
     expect(registry.calls(from).length).toBeGreaterThanOrEqual(3);
     expect(logged).not.toContain(secret);
     expect(logged).not.toContain("bogus.credential.value");
@@ -222,7 +240,10 @@ describe("the logger", () => {
   it("redacts authorization and cookies at any depth, in fields and in errors' causes", () => {
     const lines: string[] = [];
     const logger = createLogger((line) => lines.push(line));
-    logger.info("headers", { authorization: "Bearer top", request: { headers: { Authorization: "Bearer nested", cookie: "session=1", accept: "*/*" } } });
+    logger.info("headers", {
+      authorization: "Bearer top",
+      request: { headers: { Authorization: "Bearer nested", cookie: "session=1", accept: "*/*" } },
+    });
     const cause = Object.assign(new Error("upstream said no"), { config: { headers: { authorization: "Bearer in-cause" } } });
     logger.error("request failed", describeError(new Error("call failed", { cause })));
     const text = lines.join("");
@@ -231,7 +252,11 @@ describe("the logger", () => {
     const [fields, error] = lines.map((line) => JSON.parse(line));
     expect(fields.request.headers).toEqual({ Authorization: "[redacted]", cookie: "[redacted]", accept: "*/*" });
     // The error and its cause, each with message and stack.
-    expect(error).toMatchObject({ level: "error", msg: "request failed", err: { message: "call failed", cause: { message: "upstream said no" } } });
+    expect(error).toMatchObject({
+      level: "error",
+      msg: "request failed",
+      err: { message: "call failed", cause: { message: "upstream said no" } },
+    });
     expect(error.err.cause.stack).toContain("upstream said no");
   });
 
@@ -240,12 +265,33 @@ describe("the logger", () => {
     const logger = createLogger((line) => lines.push(line));
     const reference: string[] = [];
     const referenceLogger = pino(
-      { timestamp: () => (lines.length === 0 ? "" : `,"time":"${JSON.parse(lines.at(-1) as string).time}"`), formatters: { level: (label) => ({ level: label }) } },
+      {
+        timestamp: () => (lines.length === 0 ? "" : `,"time":"${JSON.parse(lines.at(-1) as string).time}"`),
+        formatters: { level: (label) => ({ level: label }) },
+      },
       { write: (line: string) => void reference.push(line) },
     );
     const records: AccessRecord[] = [
-      { requestId: "r-1", protocol: "rest", method: "registry.v1.RegistryService/ResolveEntry", route: "GET /v1/entries/{did}", code: "ok", status: 200, ms: 0.68, client: "127.0.0.1" },
-      { requestId: "r-2", protocol: "grpc", method: "registry.v1.RegistryService/CreateEntry", code: "invalid_argument", status: 200, ms: 12, client: "::1", principal: "did:key:z6Mk" },
+      {
+        requestId: "r-1",
+        protocol: "rest",
+        method: "registry.v1.RegistryService/ResolveEntry",
+        route: "GET /v1/entries/{did}",
+        code: "ok",
+        status: 200,
+        ms: 0.68,
+        client: "127.0.0.1",
+      },
+      {
+        requestId: "r-2",
+        protocol: "grpc",
+        method: "registry.v1.RegistryService/CreateEntry",
+        code: "invalid_argument",
+        status: 200,
+        ms: 12,
+        client: "::1",
+        principal: "did:key:z6Mk",
+      },
       { requestId: "r-3", protocol: "http", path: '/a"b\\c\u0001\u00e9\ud83d\ude00 x', code: "canceled", ms: 1234.5, client: "" },
       { requestId: "r-4", protocol: "rest", path: "x".repeat(200), code: "unknown", status: 404, ms: 0, client: "10.0.0.1" },
     ];
@@ -294,11 +340,18 @@ describe("request ids", () => {
     const registry = await startObserved();
     try {
       const from = registry.lines.length;
-      const rest = await fetch(`${registry.url}/v1/entries/did:reg:main:skill:request-id`, { headers: { "x-request-id": "client-chosen" } });
+      const rest = await fetch(`${registry.url}/v1/entries/did:reg:main:skill:request-id`, {
+        headers: { "x-request-id": "client-chosen" },
+      });
       const connect = await connectResolve(registry.url, "client-chosen");
       const health = await fetch(`${registry.url}/healthz`, { headers: { "x-request-id": "client-chosen" } });
       const grpcHeaders = await grpcResolveHeaders(registry.url, "client-chosen");
-      const ids = [rest.headers.get("x-request-id"), connect.headers.get("x-request-id"), health.headers.get("x-request-id"), grpcHeaders.get("x-request-id")[0]];
+      const ids = [
+        rest.headers.get("x-request-id"),
+        connect.headers.get("x-request-id"),
+        health.headers.get("x-request-id"),
+        grpcHeaders.get("x-request-id")[0],
+      ];
       for (const id of ids) expect(id).toMatch(UUID);
       expect(new Set(ids).size).toBe(4);
       // The line of each call carries the id its answer did (the probe has no line).
@@ -312,13 +365,15 @@ describe("request ids", () => {
     const registry = await startObserved({ trustProxy: ["loopback"] });
     try {
       const from = registry.lines.length;
-      const rest = await fetch(`${registry.url}/v1/entries/did:reg:main:skill:request-id`, { headers: { "x-request-id": "proxy-id.1:a_b" } });
+      const rest = await fetch(`${registry.url}/v1/entries/did:reg:main:skill:request-id`, {
+        headers: { "x-request-id": "proxy-id.1:a_b" },
+      });
       expect(rest.headers.get("x-request-id")).toBe("proxy-id.1:a_b");
       expect((await connectResolve(registry.url, "proxy-id-2")).headers.get("x-request-id")).toBe("proxy-id-2");
       expect((await grpcResolveHeaders(registry.url, "proxy-id-3")).get("x-request-id")).toEqual(["proxy-id-3"]);
       expect(registry.calls(from).map((line) => line.requestId)).toEqual(["proxy-id.1:a_b", "proxy-id-2", "proxy-id-3"]);
 
-      for (const insane of ["has space", "x".repeat(129), "quote\"d", "newline%0a"]) {
+      for (const insane of ["has space", "x".repeat(129), 'quote"d', "newline%0a"]) {
         const answer = await fetch(`${registry.url}/v1/entries/did:reg:main:skill:request-id`, { headers: { "x-request-id": insane } });
         expect(answer.headers.get("x-request-id")).toMatch(UUID);
       }

@@ -26,7 +26,14 @@ const ORIGIN = "https://app.example";
 beforeAll(async () => {
   db = await createTestDatabase();
   // Limits on (and too high to be reached), so answers carry the RateLimit headers they document.
-  const limits = { rateLimitRps: 1000, rateLimitBurst: 1000, writeRateLimitRps: 1000, writeRateLimitBurst: 1000, tokenRateLimitRps: 1000, tokenRateLimitBurst: 1000 };
+  const limits = {
+    rateLimitRps: 1000,
+    rateLimitBurst: 1000,
+    writeRateLimitRps: 1000,
+    writeRateLimitBurst: 1000,
+    tokenRateLimitRps: 1000,
+    tokenRateLimitBurst: 1000,
+  };
   // The admin API on, as on an embedded database by default: the committed document describes it.
   dataDir = await temporaryDirectory("registry-openapi-");
   registry = await startTestRegistry(db.database, { ...limits, corsOrigins: [ORIGIN], adminApi: true, dataDir: dataDir.path });
@@ -109,7 +116,11 @@ describe("the document and the route table", () => {
   it("has one operation per route, and none more", () => {
     expect(routes.length).toBeGreaterThan(0);
     const fromRoutes = routes.map((route) => `${route.httpMethod} ${openApiPath(route.template)}`).sort();
-    expect(operations(document).map(({ key }) => key).sort()).toEqual(fromRoutes);
+    expect(
+      operations(document)
+        .map(({ key }) => key)
+        .sort(),
+    ).toEqual(fromRoutes);
   });
 
   it("names the create route's 201, and every route's own success status alone", () => {

@@ -6,11 +6,7 @@ import { create, fromBinary, toBinary } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  RegistryService,
-  ResolveEntryRequestSchema,
-  ResolveEntryResponseSchema,
-} from "../../gen/registry/v1/registry_service_pb.js";
+import { RegistryService, ResolveEntryRequestSchema, ResolveEntryResponseSchema } from "../../gen/registry/v1/registry_service_pb.js";
 import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 import { createPublisher, startTestRegistry, type TestRegistry } from "../support/registry-fixture.js";
@@ -29,7 +25,10 @@ beforeAll(async () => {
   registry = await startTestRegistry(db.database, { maxBodyBytes: 4096 });
   const publisher = await createPublisher();
   const token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
-  for (const [version, description] of [["1.0.0", "short"], ["1.1.0", "x".repeat(1500)]]) {
+  for (const [version, description] of [
+    ["1.0.0", "short"],
+    ["1.1.0", "x".repeat(1500)],
+  ]) {
     const entry = await publisher.entry("wire-test", version as string, { description });
     const created = await fetch(`${registry.url}/v1/entries`, {
       method: "POST",
@@ -156,7 +155,11 @@ describe("Connect GET and HTTP caching", () => {
     const token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
     const did = "did:reg:main:skill:etag-revoke@1.0.0";
     const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" };
-    await fetch(`${registry.url}/v1/entries`, { method: "POST", headers, body: JSON.stringify(await publisher.entry("etag-revoke", "1.0.0")) });
+    await fetch(`${registry.url}/v1/entries`, {
+      method: "POST",
+      headers,
+      body: JSON.stringify(await publisher.entry("etag-revoke", "1.0.0")),
+    });
     const before = (await fetch(`${registry.url}/v1/entries/${encodeURIComponent(did)}`)).headers.get("etag") as string;
     const revoked = await fetch(`${registry.url}/v1/entries/${encodeURIComponent(did)}`, {
       method: "DELETE",
@@ -194,7 +197,12 @@ describe("compression", () => {
 
   it("REST answers gzip or br by Accept-Encoding above 1 KiB, and identity below", async () => {
     for (const coding of ["gzip", "br"] as const) {
-      const response = await rawHttp1("POST", "/v1/discover", { "content-type": "application/json", "accept-encoding": coding }, discoverBody);
+      const response = await rawHttp1(
+        "POST",
+        "/v1/discover",
+        { "content-type": "application/json", "accept-encoding": coding },
+        discoverBody,
+      );
       expect(response.headers["content-encoding"]).toBe(coding);
       expect(response.headers.vary).toContain("Accept-Encoding");
       const plain = coding === "gzip" ? gunzipSync(response.body) : brotliDecompressSync(response.body);
@@ -203,14 +211,29 @@ describe("compression", () => {
     }
     const small = await rawHttp1("GET", `/v1/entries/${encodeURIComponent(VERSIONED)}`, { "accept-encoding": "gzip, br" });
     expect(small.headers["content-encoding"]).toBeUndefined();
-    const refused = await rawHttp1("POST", "/v1/discover", { "content-type": "application/json", "accept-encoding": "gzip;q=0" }, discoverBody);
+    const refused = await rawHttp1(
+      "POST",
+      "/v1/discover",
+      { "content-type": "application/json", "accept-encoding": "gzip;q=0" },
+      discoverBody,
+    );
     expect(refused.headers["content-encoding"]).toBeUndefined();
   });
 
   it("REST reads gzip request bodies, and refuses unknown codings with 415", async () => {
-    const zipped = await rawHttp1("POST", "/v1/discover", { "content-type": "application/json", "content-encoding": "gzip" }, gzipSync(discoverBody));
+    const zipped = await rawHttp1(
+      "POST",
+      "/v1/discover",
+      { "content-type": "application/json", "content-encoding": "gzip" },
+      gzipSync(discoverBody),
+    );
     expect(zipped.status).toBe(200);
-    const unknown = await rawHttp1("POST", "/v1/discover", { "content-type": "application/json", "content-encoding": "zstd" }, discoverBody);
+    const unknown = await rawHttp1(
+      "POST",
+      "/v1/discover",
+      { "content-type": "application/json", "content-encoding": "zstd" },
+      discoverBody,
+    );
     expect(unknown.status).toBe(415);
   });
 
@@ -241,7 +264,13 @@ describe("compression", () => {
     client.close();
     const raw = await h2Request(
       registry.url,
-      { ":method": "POST", ":path": "/registry.v1.RegistryService/DiscoverEntries", "content-type": "application/grpc", "grpc-accept-encoding": "gzip", te: "trailers" },
+      {
+        ":method": "POST",
+        ":path": "/registry.v1.RegistryService/DiscoverEntries",
+        "content-type": "application/grpc",
+        "grpc-accept-encoding": "gzip",
+        te: "trailers",
+      },
       envelope(new Uint8Array()),
     );
     expect(raw.headers["grpc-encoding"]).toBe("gzip");
@@ -254,7 +283,13 @@ describe("unknown methods are unimplemented in the caller's protocol", () => {
   it("gRPC (grpc-js) sees UNIMPLEMENTED", async () => {
     const client = new grpc.Client(new URL(registry.url).host, grpc.credentials.createInsecure());
     const error = await new Promise<grpc.ServiceError>((resolve) =>
-      client.makeUnaryRequest("/registry.v1.RegistryService/Nope", (x: Buffer) => x, (x: Buffer) => x, Buffer.alloc(0), (e) => resolve(e as grpc.ServiceError)),
+      client.makeUnaryRequest(
+        "/registry.v1.RegistryService/Nope",
+        (x: Buffer) => x,
+        (x: Buffer) => x,
+        Buffer.alloc(0),
+        (e) => resolve(e as grpc.ServiceError),
+      ),
     );
     expect(error.code).toBe(grpc.status.UNIMPLEMENTED);
     client.close();
@@ -262,7 +297,11 @@ describe("unknown methods are unimplemented in the caller's protocol", () => {
 
   it("Connect sees unimplemented; gRPC-Web a grpc-status of 12; a plain request REST's 404", async () => {
     const client = createClient(
-      { ...TokenService, typeName: "nope.v1.Missing", methods: TokenService.methods.map((m) => ({ ...m, parent: { typeName: "nope.v1.Missing" } })) } as never,
+      {
+        ...TokenService,
+        typeName: "nope.v1.Missing",
+        methods: TokenService.methods.map((m) => ({ ...m, parent: { typeName: "nope.v1.Missing" } })),
+      } as never,
       createConnectTransport({ baseUrl: registry.url, httpVersion: "1.1" }),
     ) as any;
     const error = await client.getJwks({}).catch((e: unknown) => e);
@@ -295,7 +334,11 @@ describe("gRPC-Web text", () => {
       expect(decoded.trailers["grpc-status"]).toBe("0");
       expect(fromBinary(ResolveEntryResponseSchema, decoded.messages[0] as Buffer).entry?.entryDid).toBe(VERSIONED);
     }
-    const garbage = await fetch(`${registry.url}${RESOLVE}`, { method: "POST", headers: { "content-type": "application/grpc-web-text" }, body: "!!not base64!!" });
+    const garbage = await fetch(`${registry.url}${RESOLVE}`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web-text" },
+      body: "!!not base64!!",
+    });
     expect(parseGrpcWeb(Buffer.from(await garbage.text(), "base64")).trailers["grpc-status"]).toBe("3");
   });
 });
@@ -306,24 +349,52 @@ describe("bodies that do not decode are invalid_argument on every protocol, neve
 
   it("gRPC", async () => {
     for (const payload of [garbage, badUtf8]) {
-      const raw = await h2Request(registry.url, { ":method": "POST", ":path": RESOLVE, "content-type": "application/grpc", te: "trailers" }, envelope(payload));
+      const raw = await h2Request(
+        registry.url,
+        { ":method": "POST", ":path": RESOLVE, "content-type": "application/grpc", te: "trailers" },
+        envelope(payload),
+      );
       expect(raw.headers["grpc-status"] ?? raw.trailers["grpc-status"]).toBe("3");
     }
-    const truncated = await h2Request(registry.url, { ":method": "POST", ":path": RESOLVE, "content-type": "application/grpc" }, Buffer.from([0, 0, 0, 0, 9, 1]));
+    const truncated = await h2Request(
+      registry.url,
+      { ":method": "POST", ":path": RESOLVE, "content-type": "application/grpc" },
+      Buffer.from([0, 0, 0, 0, 9, 1]),
+    );
     expect(truncated.headers["grpc-status"]).toBe("3");
   });
 
   it("Connect binary, gRPC-Web, Connect JSON and REST", async () => {
     for (const payload of [garbage, badUtf8]) {
-      const connect = await fetch(`${registry.url}${RESOLVE}`, { method: "POST", headers: { "content-type": "application/proto" }, body: payload });
+      const connect = await fetch(`${registry.url}${RESOLVE}`, {
+        method: "POST",
+        headers: { "content-type": "application/proto" },
+        body: payload,
+      });
       expect(connect.status).toBe(400);
-      const web = await fetch(`${registry.url}${RESOLVE}`, { method: "POST", headers: { "content-type": "application/grpc-web+proto" }, body: envelope(payload) });
+      const web = await fetch(`${registry.url}${RESOLVE}`, {
+        method: "POST",
+        headers: { "content-type": "application/grpc-web+proto" },
+        body: envelope(payload),
+      });
       expect(parseGrpcWeb(Buffer.from(await web.arrayBuffer())).trailers["grpc-status"]).toBe("3");
     }
-    const notUtf8 = Buffer.concat([Buffer.from('{"conditions": [{"field": "name", "op": "=", "value": "'), Buffer.from([0xff, 0xfe]), Buffer.from('"}]}')]);
-    const json = await fetch(`${registry.url}/registry.v1.RegistryService/DiscoverEntries`, { method: "POST", headers: { "content-type": "application/json" }, body: notUtf8 });
+    const notUtf8 = Buffer.concat([
+      Buffer.from('{"conditions": [{"field": "name", "op": "=", "value": "'),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}]}'),
+    ]);
+    const json = await fetch(`${registry.url}/registry.v1.RegistryService/DiscoverEntries`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: notUtf8,
+    });
     expect(json.status).toBe(400);
-    const rest = await fetch(`${registry.url}/v1/discover`, { method: "POST", headers: { "content-type": "application/json" }, body: notUtf8 });
+    const rest = await fetch(`${registry.url}/v1/discover`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: notUtf8,
+    });
     expect(rest.status).toBe(400);
     expect(((await rest.json()) as { message: string }).message).toContain("UTF-8");
   });
@@ -338,13 +409,27 @@ describe("body limits on every protocol; the connection stays usable after a ref
       const tooBig = JSON.stringify({ did: big });
       const refused = await rawHttp1("POST", RESOLVE, { "content-type": "application/json" }, tooBig, agent);
       expect(refused.status).toBe(429);
-      expect(((JSON.parse(refused.body.toString())) as { code: string }).code).toBe("resource_exhausted");
-      const next = await rawHttp1("POST", RESOLVE, { "content-type": "application/json" }, JSON.stringify({ did: VERSIONED }), agent, 3_000);
+      expect((JSON.parse(refused.body.toString()) as { code: string }).code).toBe("resource_exhausted");
+      const next = await rawHttp1(
+        "POST",
+        RESOLVE,
+        { "content-type": "application/json" },
+        JSON.stringify({ did: VERSIONED }),
+        agent,
+        3_000,
+      );
       expect(next.status).toBe(200);
       expect(next.socketReused).toBe(true);
       const web = await rawHttp1("POST", RESOLVE, { "content-type": "application/grpc-web+proto" }, envelope(resolveBytes(big)), agent);
       expect(parseGrpcWeb(web.body).trailers["grpc-status"]).toBe("8");
-      const afterWeb = await rawHttp1("POST", RESOLVE, { "content-type": "application/grpc-web+proto" }, envelope(resolveBytes(VERSIONED)), agent, 3_000);
+      const afterWeb = await rawHttp1(
+        "POST",
+        RESOLVE,
+        { "content-type": "application/grpc-web+proto" },
+        envelope(resolveBytes(VERSIONED)),
+        agent,
+        3_000,
+      );
       expect(parseGrpcWeb(afterWeb.body).trailers["grpc-status"]).toBe("0");
     } finally {
       agent.destroy();
@@ -355,10 +440,18 @@ describe("body limits on every protocol; the connection stays usable after a ref
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     try {
       for (const contentType of ["application/json", "application/grpc-web+proto"]) {
-        const huge = contentType === "application/json" ? JSON.stringify({ did: "y".repeat(200_000) }) : envelope(resolveBytes("y".repeat(200_000)));
+        const huge =
+          contentType === "application/json" ? JSON.stringify({ did: "y".repeat(200_000) }) : envelope(resolveBytes("y".repeat(200_000)));
         const refused = await rawHttp1("POST", RESOLVE, { "content-type": contentType }, huge, agent, 3_000);
         expect(refused.headers.connection).toBe("close");
-        const next = await rawHttp1("POST", RESOLVE, { "content-type": "application/json" }, JSON.stringify({ did: VERSIONED }), agent, 3_000);
+        const next = await rawHttp1(
+          "POST",
+          RESOLVE,
+          { "content-type": "application/json" },
+          JSON.stringify({ did: VERSIONED }),
+          agent,
+          3_000,
+        );
         expect(next.status).toBe(200);
       }
     } finally {
@@ -367,9 +460,17 @@ describe("body limits on every protocol; the connection stays usable after a ref
   });
 
   it("gRPC: RESOURCE_EXHAUSTED; REST: 413", async () => {
-    const raw = await h2Request(registry.url, { ":method": "POST", ":path": RESOLVE, "content-type": "application/grpc" }, envelope(resolveBytes(big)));
+    const raw = await h2Request(
+      registry.url,
+      { ":method": "POST", ":path": RESOLVE, "content-type": "application/grpc" },
+      envelope(resolveBytes(big)),
+    );
     expect(raw.headers["grpc-status"]).toBe("8");
-    const rest = await fetch(`${registry.url}/v1/discover`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ entryType: big }) });
+    const rest = await fetch(`${registry.url}/v1/discover`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ entryType: big }),
+    });
     expect(rest.status).toBe(413);
   });
 
@@ -410,7 +511,12 @@ function rawHttp1(
       const chunks: Buffer[] = [];
       response.on("data", (c: Buffer) => chunks.push(c));
       response.on("end", () =>
-        resolve({ status: response.statusCode ?? 0, headers: response.headers, body: Buffer.concat(chunks), socketReused: request.reusedSocket }),
+        resolve({
+          status: response.statusCode ?? 0,
+          headers: response.headers,
+          body: Buffer.concat(chunks),
+          socketReused: request.reusedSocket,
+        }),
       );
     });
     request.setTimeout(timeoutMs, () => request.destroy(new Error(`no answer within ${timeoutMs} ms`)));

@@ -31,7 +31,10 @@ afterAll(async () => {
   await db?.drop();
 });
 
-async function withRegistry<T>(overrides: Parameters<typeof startTestRegistry>[1], work: (registry: TestRegistry) => Promise<T>): Promise<T> {
+async function withRegistry<T>(
+  overrides: Parameters<typeof startTestRegistry>[1],
+  work: (registry: TestRegistry) => Promise<T>,
+): Promise<T> {
   // Buckets in Postgres outlive a registry; each test starts with every client's bucket full.
   await db.database.knex("rate_limit_buckets").del();
   const registry = await startTestRegistry(db.database, { rateLimitRps: RATE, rateLimitBurst: BURST, ...overrides });
@@ -98,7 +101,8 @@ describe("the bucket", () => {
     await withRegistry({}, async (registry) => {
       const publisher = await createPublisher();
       const token = await registry.accessToken(publisher.did, ["registry.publish.skill"]);
-      const post = (path: string, body: unknown) => fetch(registry.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+      const post = (path: string, body: unknown) =>
+        fetch(registry.url + path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
       const reads = await Promise.all([
         ...Array.from({ length: 2 }, () => post("/v1/discover", {})),
         ...Array.from({ length: 2 }, () => post("/v1/discover/ql", { query: "SELECT * FROM entries" })),
@@ -109,7 +113,10 @@ describe("the bucket", () => {
 
       await burst(registry.url, 2);
       const connect = createClient(RegistryService, createConnectTransport({ baseUrl: registry.url, httpVersion: "1.1" }));
-      const connectError = await connect.discoverEntries({}).then(() => undefined, (error: unknown) => error);
+      const connectError = await connect.discoverEntries({}).then(
+        () => undefined,
+        (error: unknown) => error,
+      );
       expect(connectError).toBeInstanceOf(ConnectError);
       expect((connectError as ConnectError).code).toBe(Code.ResourceExhausted);
       const [retryInfo] = (connectError as ConnectError).findDetails(RetryInfoSchema);

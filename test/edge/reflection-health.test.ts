@@ -10,10 +10,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { TokenService } from "../../gen/auth/v1/token_service_pb.js";
-import {
-  Health,
-  HealthCheckResponse_ServingStatus as ServingStatus,
-} from "../../gen/grpc/health/v1/health_pb.js";
+import { Health, HealthCheckResponse_ServingStatus as ServingStatus } from "../../gen/grpc/health/v1/health_pb.js";
 import {
   ServerReflection,
   ServerReflectionRequestSchema,
@@ -79,14 +76,9 @@ async function bufCurl(...args: string[]): Promise<{ stdout: string; stderr: str
 }
 
 /** Sends each request only after the previous answer arrived, as reflection clients do. */
-async function converse(
-  transport: Transport,
-  requests: ServerReflectionRequest["messageRequest"][],
-): Promise<ServerReflectionResponse[]> {
+async function converse(transport: Transport, requests: ServerReflectionRequest["messageRequest"][]): Promise<ServerReflectionResponse[]> {
   const input = createWritableIterable<ServerReflectionRequest>();
-  const output = createClient(ServerReflection, transport)
-    .serverReflectionInfo(input)
-    [Symbol.asyncIterator]();
+  const output = createClient(ServerReflection, transport).serverReflectionInfo(input)[Symbol.asyncIterator]();
   const answers: ServerReflectionResponse[] = [];
   try {
     for (const messageRequest of requests) {
@@ -112,7 +104,7 @@ function dependencyOrder(files: readonly FileDescriptorProto[]): FileDescriptorP
   const ordered: FileDescriptorProto[] = [];
   const visit = (file: FileDescriptorProto | undefined) => {
     if (file === undefined || ordered.includes(file)) return;
-    file.dependency.forEach((name) => visit(byName.get(name)));
+    for (const name of file.dependency) visit(byName.get(name));
     ordered.push(file);
   };
   files.forEach(visit);
@@ -123,9 +115,7 @@ function decodeFiles(response: ServerReflectionResponse): FileDescriptorProto[] 
   if (response.messageResponse.case !== "fileDescriptorResponse") {
     throw new Error(`expected file descriptors, got ${response.messageResponse.case}`);
   }
-  return response.messageResponse.value.fileDescriptorProto.map((bytes) =>
-    fromBinary(FileDescriptorProtoSchema, bytes),
-  );
+  return response.messageResponse.value.fileDescriptorProto.map((bytes) => fromBinary(FileDescriptorProtoSchema, bytes));
 }
 
 describe("gRPC reflection and health", () => {
@@ -148,10 +138,7 @@ describe("gRPC reflection and health", () => {
     it("lists the served services, reflection and health included", async () => {
       const [answer] = await converse(server.transport, [{ case: "listServices", value: "" }]);
       expect(answer?.messageResponse.case).toBe("listServicesResponse");
-      const names =
-        answer?.messageResponse.case === "listServicesResponse"
-          ? answer.messageResponse.value.service.map((s) => s.name)
-          : [];
+      const names = answer?.messageResponse.case === "listServicesResponse" ? answer.messageResponse.value.service.map((s) => s.name) : [];
       expect(names.sort()).toEqual(
         [
           "auth.v1.TokenService",
@@ -164,9 +151,7 @@ describe("gRPC reflection and health", () => {
     });
 
     it("returns a service's file with every transitive import, self-contained", async () => {
-      const [answer] = await converse(server.transport, [
-        { case: "fileContainingSymbol", value: "registry.v1.RegistryService" },
-      ]);
+      const [answer] = await converse(server.transport, [{ case: "fileContainingSymbol", value: "registry.v1.RegistryService" }]);
       const files = decodeFiles(answer!);
       const names = files.map((f) => f.name);
       expect(names[0]).toBe("registry/v1/registry_service.proto");
@@ -183,9 +168,7 @@ describe("gRPC reflection and health", () => {
       expect(new Set(names).size).toBe(names.length);
       // A client must be able to link the set without any other source of descriptors.
       const linked = createFileRegistry(create(FileDescriptorSetSchema, { file: dependencyOrder(files) }));
-      expect(linked.getService("registry.v1.RegistryService")?.methods.map((m) => m.name)).toContain(
-        "ResolveEntry",
-      );
+      expect(linked.getService("registry.v1.RegistryService")?.methods.map((m) => m.name)).toContain("ResolveEntry");
     });
 
     it("answers each request on one stream as it arrives, symbols with or without a leading dot", async () => {
@@ -267,18 +250,12 @@ describe("gRPC reflection and health", () => {
       expect(answers).toHaveLength(3);
       expect(answers[0]?.$typeName).toBe("grpc.reflection.v1alpha.ServerReflectionResponse");
       const list = answers[0]?.messageResponse;
-      expect(list?.case === "listServicesResponse" && list.value.service.map((s) => s.name)).toContain(
-        "registry.v1.RegistryService",
-      );
+      expect(list?.case === "listServicesResponse" && list.value.service.map((s) => s.name)).toContain("registry.v1.RegistryService");
       const files = answers[1]?.messageResponse;
       expect(files?.case).toBe("fileDescriptorResponse");
       if (files?.case === "fileDescriptorResponse") {
-        const names = files.value.fileDescriptorProto.map(
-          (b) => fromBinary(FileDescriptorProtoSchema, b).name,
-        );
-        expect(names).toEqual(
-          expect.arrayContaining(["auth/v1/token_service.proto", "google/api/annotations.proto"]),
-        );
+        const names = files.value.fileDescriptorProto.map((b) => fromBinary(FileDescriptorProtoSchema, b).name);
+        expect(names).toEqual(expect.arrayContaining(["auth/v1/token_service.proto", "google/api/annotations.proto"]));
       }
       expect(answers[2]?.messageResponse).toMatchObject({
         case: "errorResponse",
@@ -299,22 +276,14 @@ describe("gRPC reflection and health", () => {
     });
 
     it("calls Health/Check", async () => {
-      const { stdout } = await bufCurl(
-        "-d",
-        '{"service":""}',
-        `${server.baseUrl}/grpc.health.v1.Health/Check`,
-      );
+      const { stdout } = await bufCurl("-d", '{"service":""}', `${server.baseUrl}/grpc.health.v1.Health/Check`);
       expect(JSON.parse(stdout)).toEqual({ status: "SERVING" });
     });
 
     it("encodes a registry request from reflected descriptors", async () => {
       // The empty implementation answers UNIMPLEMENTED; getting that far proves buf curl built the
       // request from the descriptors we served.
-      const call = bufCurl(
-        "-d",
-        '{"did":"did:example:1"}',
-        `${server.baseUrl}/registry.v1.RegistryService/ResolveEntry`,
-      );
+      const call = bufCurl("-d", '{"did":"did:example:1"}', `${server.baseUrl}/registry.v1.RegistryService/ResolveEntry`);
       await expect(call).rejects.toMatchObject({ stderr: expect.stringMatching(/unimplemented/i) });
     });
   });
@@ -336,9 +305,7 @@ describe("gRPC reflection and health", () => {
         expect((await health().check({ service: "" })).status).toBe(ServingStatus.NOT_SERVING);
         healthy = true;
         failing = true;
-        expect((await health().check({ service: "registry.v1.RegistryService" })).status).toBe(
-          ServingStatus.NOT_SERVING,
-        );
+        expect((await health().check({ service: "registry.v1.RegistryService" })).status).toBe(ServingStatus.NOT_SERVING);
       } finally {
         healthy = true;
         failing = false;
@@ -348,7 +315,10 @@ describe("gRPC reflection and health", () => {
     it("rejects an unknown service with NOT_FOUND", async () => {
       const error = await health()
         .check({ service: "no.such.Service" })
-        .then(() => undefined, (e: unknown) => ConnectError.from(e));
+        .then(
+          () => undefined,
+          (e: unknown) => ConnectError.from(e),
+        );
       expect(error?.code).toBe(Code.NotFound);
     });
 
@@ -378,10 +348,7 @@ describe("gRPC reflection and health", () => {
       const first = await iterator.next();
       expect(first.value?.status).toBe(ServingStatus.SERVICE_UNKNOWN);
       const pending = iterator.next();
-      const outcome = await Promise.race([
-        pending.then(() => "ended"),
-        new Promise((resolve) => setTimeout(resolve, 100, "open")),
-      ]);
+      const outcome = await Promise.race([pending.then(() => "ended"), new Promise((resolve) => setTimeout(resolve, 100, "open"))]);
       expect(outcome).toBe("open");
       abort.abort();
       await pending.catch(() => undefined);

@@ -340,7 +340,12 @@ describe("health and keys", () => {
     const body = await json(response);
     expect(body.keys.length).toBeGreaterThanOrEqual(1);
     for (const key of body.keys) {
-      expect(key).toMatchObject({ kty: "OKP", crv: "Ed25519", kid: expect.stringMatching(/.+/), x: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/) });
+      expect(key).toMatchObject({
+        kty: "OKP",
+        crv: "Ed25519",
+        kid: expect.stringMatching(/.+/),
+        x: expect.stringMatching(/^[A-Za-z0-9_-]{43}$/),
+      });
       expect(Buffer.from(key.x, "base64url")).toHaveLength(32);
       expect(key).not.toHaveProperty("d");
     }

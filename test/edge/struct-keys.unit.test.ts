@@ -25,7 +25,15 @@ describe("findProtoKeyInJson", () => {
   });
 
   it("finds nothing where there is no such key", () => {
-    for (const text of ['{"constructor": {"prototype": 1}}', '{"a": "__proto__"}', '["__proto__"]', "null", '"x"', "1e400", '{"__proto": 1, "proto__": 2}']) {
+    for (const text of [
+      '{"constructor": {"prototype": 1}}',
+      '{"a": "__proto__"}',
+      '["__proto__"]',
+      "null",
+      '"x"',
+      "1e400",
+      '{"__proto": 1, "proto__": 2}',
+    ]) {
       expect(findProtoKeyInJson(JSON.parse(text)), text).toBeUndefined();
     }
   });
@@ -49,13 +57,22 @@ function decodedDataKeys(bytes: Uint8Array): string[] {
 
 describe("findProtoKeyInWire", () => {
   it("finds a __proto__ key of entry.data, which protobuf-es's decoder drops", () => {
-    const bytes = encodedRequest(CreateEntryRequestSchema, { entry: { data: objectWithKeys([["license", "MIT"], ["__proto__", "x"]]) } });
+    const bytes = encodedRequest(CreateEntryRequestSchema, {
+      entry: {
+        data: objectWithKeys([
+          ["license", "MIT"],
+          ["__proto__", "x"],
+        ]),
+      },
+    });
     expect(decodedDataKeys(bytes)).toEqual(["license"]);
     expect(findProtoKeyInWire(CreateEntryRequestSchema, bytes)).toBe("entry.data.__proto__");
   });
 
   it("names keys inside nested structs and lists as the JSON form does", () => {
-    const nested = encodedRequest(CreateEntryRequestSchema, { entry: { data: { a: { b: [1, "x", objectWithKeys([["__proto__", true]])] } } } });
+    const nested = encodedRequest(CreateEntryRequestSchema, {
+      entry: { data: { a: { b: [1, "x", objectWithKeys([["__proto__", true]])] } } },
+    });
     expect(findProtoKeyInWire(CreateEntryRequestSchema, nested)).toBe("entry.data.a.b[2].__proto__");
     const weirdKey = encodedRequest(CreateEntryRequestSchema, { entry: { data: { "a b": objectWithKeys([["__proto__", 1]]) } } });
     expect(findProtoKeyInWire(CreateEntryRequestSchema, weirdKey)).toBe('entry.data["a b"].__proto__');
@@ -73,7 +90,10 @@ describe("findProtoKeyInWire", () => {
 
   it("finds nothing in requests without such a key, wherever else the text appears", () => {
     const cases = [
-      [CreateEntryRequestSchema, { entry: { description: "__proto__", tags: ["__proto__"], data: { a: "__proto__", b: ["__proto__"], constructor: 1 } } }],
+      [
+        CreateEntryRequestSchema,
+        { entry: { description: "__proto__", tags: ["__proto__"], data: { a: "__proto__", b: ["__proto__"], constructor: 1 } } },
+      ],
       [DiscoverEntriesRequestSchema, { entryType: "__proto__", conditions: [{ field: "__proto__", op: "=", value: "__proto__" }] }],
       [ResolveEntryRequestSchema, { did: "__proto__" }],
     ] as const;
@@ -84,11 +104,16 @@ describe("findProtoKeyInWire", () => {
     const entry = (keys: string[]) => {
       const writer = new BinaryWriter();
       for (const key of keys) writer.tag(1, WireType.LengthDelimited).string(key);
-      writer.tag(2, WireType.LengthDelimited).bytes(toBinary(ValueSchema, create(ValueSchema, { kind: { case: "numberValue", value: 1 } })));
+      writer
+        .tag(2, WireType.LengthDelimited)
+        .bytes(toBinary(ValueSchema, create(ValueSchema, { kind: { case: "numberValue", value: 1 } })));
       return new BinaryWriter().tag(1, WireType.LengthDelimited).bytes(writer.finish()).finish();
     };
     const request = (structBytes: Uint8Array) =>
-      new BinaryWriter().tag(1, WireType.LengthDelimited).bytes(new BinaryWriter().tag(8, WireType.LengthDelimited).bytes(structBytes).finish()).finish();
+      new BinaryWriter()
+        .tag(1, WireType.LengthDelimited)
+        .bytes(new BinaryWriter().tag(8, WireType.LengthDelimited).bytes(structBytes).finish())
+        .finish();
     const replaced = request(entry(["__proto__", "kept"]));
     expect(decodedDataKeys(replaced)).toEqual(["kept"]);
     expect(findProtoKeyInWire(CreateEntryRequestSchema, replaced)).toBeUndefined();
@@ -107,7 +132,8 @@ describe("findProtoKeyInWire", () => {
 
   it("stops where the decoder's nesting limit stops it", () => {
     const field = (no: number, bytes: Uint8Array) => new BinaryWriter().tag(no, WireType.LengthDelimited).bytes(bytes).finish();
-    const structEntry = (key: string, value: Uint8Array) => field(1, new BinaryWriter().tag(1, WireType.LengthDelimited).string(key).raw(field(2, value)).finish());
+    const structEntry = (key: string, value: Uint8Array) =>
+      field(1, new BinaryWriter().tag(1, WireType.LengthDelimited).string(key).raw(field(2, value)).finish());
     // Struct{__proto__: 1}, then 150 times Struct{a: Value{struct_value: ...}}.
     let struct = structEntry("__proto__", toBinary(ValueSchema, create(ValueSchema, { kind: { case: "numberValue", value: 1 } })));
     for (let level = 0; level < 150; level++) struct = structEntry("a", field(5, struct));

@@ -53,9 +53,7 @@ async function abortReasonOf(did: string): Promise<unknown> {
 const connectClient = (kind: "connect" | "grpc-web", httpVersion: "1.1" | "2") => {
   const baseUrl = httpVersion === "2" ? edge.http2Url : edge.http1Url;
   const transport =
-    kind === "connect"
-      ? createConnectTransport({ baseUrl, httpVersion })
-      : createGrpcWebTransport({ baseUrl, httpVersion });
+    kind === "connect" ? createConnectTransport({ baseUrl, httpVersion }) : createGrpcWebTransport({ baseUrl, httpVersion });
   return createClient(RegistryService, transport);
 };
 
@@ -75,11 +73,18 @@ describe("cancellation when the client goes away", () => {
     expect((reason as ConnectError).code).toBe(Code.Canceled);
   });
 
-  for (const [kind, version] of [["connect", "1.1"], ["connect", "2"], ["grpc-web", "1.1"], ["grpc-web", "2"]] as const) {
+  for (const [kind, version] of [
+    ["connect", "1.1"],
+    ["connect", "2"],
+    ["grpc-web", "1.1"],
+    ["grpc-web", "2"],
+  ] as const) {
     it(`${kind} over HTTP/${version}: an aborted call cancels the implementation's signal`, async () => {
       const did = `slow-${kind}-${version}`;
       const controller = new AbortController();
-      const call = connectClient(kind, version).resolveEntry({ did }, { signal: controller.signal }).catch((e) => e);
+      const call = connectClient(kind, version)
+        .resolveEntry({ did }, { signal: controller.signal })
+        .catch((e) => e);
       setTimeout(() => controller.abort(), 150);
       expect(await call).toBeInstanceOf(ConnectError);
       expect(((await abortReasonOf(did)) as ConnectError).code).toBe(Code.Canceled);
@@ -170,7 +175,12 @@ describe("deadlines", () => {
 });
 
 describe("headers and trailers set by the implementation", () => {
-  for (const [kind, version] of [["connect", "1.1"], ["connect", "2"], ["grpc-web", "1.1"], ["grpc-web", "2"]] as const) {
+  for (const [kind, version] of [
+    ["connect", "1.1"],
+    ["connect", "2"],
+    ["grpc-web", "1.1"],
+    ["grpc-web", "2"],
+  ] as const) {
     it(`${kind} over HTTP/${version}`, async () => {
       let header: Headers | undefined;
       let trailer: Headers | undefined;

@@ -82,7 +82,14 @@ type Call = (service: DescService, method: string, request: Record<string, unkno
 
 function clientFor(protocol: Protocol, url: string): Calls {
   if (protocol === "rest") return restCalls(url);
-  const rpc = protocol === "grpc" ? grpcJsCall(url) : connectCall(protocol === "connect" ? createConnectTransport({ baseUrl: url, httpVersion: "1.1" }) : createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1" }));
+  const rpc =
+    protocol === "grpc"
+      ? grpcJsCall(url)
+      : connectCall(
+          protocol === "connect"
+            ? createConnectTransport({ baseUrl: url, httpVersion: "1.1" })
+            : createGrpcWebTransport({ baseUrl: url, httpVersion: "1.1" }),
+        );
   return {
     create: (entry, token) => rpc.call(RegistryService, "CreateEntry", { entry }, token),
     revoke: (did, body, token) => rpc.call(RegistryService, "RevokeEntry", { did, ...body }, token),
@@ -93,7 +100,13 @@ function clientFor(protocol: Protocol, url: string): Calls {
 }
 
 function restCalls(url: string): Calls {
-  const send = async (method: string, path: string, body?: unknown, token?: string, extra: Record<string, string> = {}): Promise<Answer> => {
+  const send = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    token?: string,
+    extra: Record<string, string> = {},
+  ): Promise<Answer> => {
     const headers: Record<string, string> = { ...extra };
     if (body !== undefined) headers["content-type"] = "application/json";
     if (token !== undefined) headers.authorization = `Bearer ${token}`;
@@ -146,7 +159,8 @@ function connectCall(transport: Transport): { call: Call; close(): void } {
 function grpcJsCall(url: string): { call: Call; close(): void } {
   const clients = new Map<DescService, any>();
   const clientOf = (service: DescService) => {
-    if (!clients.has(service)) clients.set(service, new (grpcJsClientConstructor(service))(new URL(url).host, grpc.credentials.createInsecure()));
+    if (!clients.has(service))
+      clients.set(service, new (grpcJsClientConstructor(service))(new URL(url).host, grpc.credentials.createInsecure()));
     return clients.get(service);
   };
   return {
@@ -312,7 +326,9 @@ describe.each(PROTOCOLS)("write limits on %s", (protocol) => {
       try {
         const publisher = await createPublisher();
         const token = await registry.accessToken(publisher.did, SCOPES);
-        const writes = await Promise.all((await entries(publisher, `unlimited-${protocol}`, 4)).map((entry) => client.create(entry, token)));
+        const writes = await Promise.all(
+          (await entries(publisher, `unlimited-${protocol}`, 4)).map((entry) => client.create(entry, token)),
+        );
         expect(codes(writes)).toEqual(Array(4).fill("ok"));
         expect(writes[0]!.headers.get("ratelimit")).toBeNull();
         const root = await registry.rootToken(publisher.did, SCOPES);
@@ -331,7 +347,9 @@ describe("token issuance behind a trusted proxy", () => {
     await withRegistry({ ...TOKEN_LIMITS, trustProxy: ["loopback"] }, async (registry) => {
       const client = restCalls(registry.url);
       const root = await registry.rootToken((await createPublisher()).did, SCOPES);
-      const alice = await Promise.all(Array.from({ length: BURST + OVER }, () => client.issueToken(root, { "x-forwarded-for": "198.51.100.1" })));
+      const alice = await Promise.all(
+        Array.from({ length: BURST + OVER }, () => client.issueToken(root, { "x-forwarded-for": "198.51.100.1" })),
+      );
       expect(count(alice, "resource_exhausted")).toBeGreaterThanOrEqual(OVER - 1);
       const bob = await Promise.all(Array.from({ length: BURST }, () => client.issueToken(root, { "x-forwarded-for": "198.51.100.2" })));
       expect(codes(bob)).toEqual(Array(BURST).fill("ok"));
@@ -369,9 +387,16 @@ describe("settings", () => {
   });
 
   it("rates may be fractions; anything but a non-negative number is refused, naming the variable", () => {
-    expect(loadConfig({ TOKEN_RATE_LIMIT_RPS: "0.2", WRITE_RATE_LIMIT_RPS: "0" })).toMatchObject({ tokenRateLimitRps: 0.2, writeRateLimitRps: 0 });
+    expect(loadConfig({ TOKEN_RATE_LIMIT_RPS: "0.2", WRITE_RATE_LIMIT_RPS: "0" })).toMatchObject({
+      tokenRateLimitRps: 0.2,
+      writeRateLimitRps: 0,
+    });
     for (const value of ["-1", "ten", "1e3", "0x10", "Infinity"]) {
-      expect(() => loadConfig({ WRITE_RATE_LIMIT_RPS: value })).toThrow(new ConfigError(`WRITE_RATE_LIMIT_RPS must be a number of requests per second from 0 to 1000000 (0 turns the limit off), not "${value}"`));
+      expect(() => loadConfig({ WRITE_RATE_LIMIT_RPS: value })).toThrow(
+        new ConfigError(
+          `WRITE_RATE_LIMIT_RPS must be a number of requests per second from 0 to 1000000 (0 turns the limit off), not "${value}"`,
+        ),
+      );
     }
     expect(() => loadConfig({ TOKEN_RATE_LIMIT_BURST: "0" })).toThrow(/TOKEN_RATE_LIMIT_BURST/);
   });

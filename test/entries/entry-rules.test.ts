@@ -199,7 +199,9 @@ const REJECTED: readonly RejectCase[] = [
     field: "publishedAt",
     says: "UTC",
     build: (p, n) => {
-      const at = nowSeconds(2 * 3600_000).toISOString().replace(".000Z", "+02:00");
+      const at = nowSeconds(2 * 3600_000)
+        .toISOString()
+        .replace(".000Z", "+02:00");
       return sign(p, n, "1.0.0", { publishedAt: at });
     },
   },
@@ -281,7 +283,11 @@ const REJECTED: readonly RejectCase[] = [
   },
   // bondAmount
   { rule: 'bondAmount without a unit ("100")', field: "bondAmount", build: (p, n) => sign(p, n, "1.0.0", { bondAmount: "100" }) },
-  { rule: 'bondAmount with a lowercase unit ("1.0 usdc")', field: "bondAmount", build: (p, n) => sign(p, n, "1.0.0", { bondAmount: "1.0 usdc" }) },
+  {
+    rule: 'bondAmount with a lowercase unit ("1.0 usdc")',
+    field: "bondAmount",
+    build: (p, n) => sign(p, n, "1.0.0", { bondAmount: "1.0 usdc" }),
+  },
   {
     rule: "bondAmount with 31 integer digits",
     field: "bondAmount",
@@ -299,7 +305,11 @@ const REJECTED: readonly RejectCase[] = [
     field: "bondAmount",
     build: (p, n) => sign(p, n, "1.0.0", { bondAmount: `1 U${"S".repeat(16)}` }),
   },
-  { rule: "bondAmount with a unit starting with a digit", field: "bondAmount", build: (p, n) => sign(p, n, "1.0.0", { bondAmount: "1 1INCH" }) },
+  {
+    rule: "bondAmount with a unit starting with a digit",
+    field: "bondAmount",
+    build: (p, n) => sign(p, n, "1.0.0", { bondAmount: "1 1INCH" }),
+  },
   // signature (set after signing)
   {
     rule: "signature missing",
@@ -353,7 +363,10 @@ interface AcceptCase {
   readonly expected: (sent: Entry) => Entry;
 }
 
-const echoes = (...keys: string[]) => (sent: Entry) => Object.fromEntries(keys.map((k) => [k, sent[k]]));
+const echoes =
+  (...keys: string[]) =>
+  (sent: Entry) =>
+    Object.fromEntries(keys.map((k) => [k, sent[k]]));
 
 const ACCEPTED: readonly AcceptCase[] = [
   {
@@ -376,7 +389,14 @@ const ACCEPTED: readonly AcceptCase[] = [
   },
   {
     rule: "no bondAmount, description, tags or data",
-    build: async (p, n) => without(await sign(p, n, "1.0.0", { bondAmount: "", description: "", tags: [], data: {} }), "bondAmount", "description", "tags", "data"),
+    build: async (p, n) =>
+      without(
+        await sign(p, n, "1.0.0", { bondAmount: "", description: "", tags: [], data: {} }),
+        "bondAmount",
+        "description",
+        "tags",
+        "data",
+      ),
     expected: () => ({ bondAmount: "", description: "", tags: [], data: {} }),
   },
   {

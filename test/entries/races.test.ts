@@ -1,12 +1,7 @@
 import { prerelease, rsort } from "semver";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PROTOCOLS, registryClient, type CallResult, type Protocol } from "../support/protocol-clients.js";
-import {
-  createPublisher,
-  startTestRegistry,
-  type TestPublisher,
-  type TestRegistry,
-} from "../support/registry-fixture.js";
+import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { createTestDatabase, usesPostgres, type TestDatabase } from "../support/test-database.js";
 
 /**
@@ -38,8 +33,7 @@ async function count(sql: string, bindings: readonly string[]): Promise<number> 
   return result.rows[0].n as number;
 }
 
-const latestCount = (baseDid: string) =>
-  count("select 1 from entries where base_did = ? and is_latest", [baseDid]);
+const latestCount = (baseDid: string) => count("select 1 from entries where base_did = ? and is_latest", [baseDid]);
 
 /** The version the contract calls latest among `versions` (all active): the highest stable, else the highest. */
 function bestOf(versions: readonly string[]): string {
@@ -97,12 +91,38 @@ describe("concurrent creates of different versions of one name", () => {
   const base = baseOf(name);
   // Chosen so that text order and SemVer precedence disagree, with prereleases above the best stable.
   const STABLE = [
-    "0.0.1", "0.1.0", "0.9.0", "0.10.0", "1.0.0", "1.0.1", "1.2.3", "1.9.9", "1.10.0", "2.0.0",
-    "2.1.0", "2.9.0", "2.10.0", "3.0.0", "4.5.6", "5.0.0", "7.0.0", "9.9.9", "9.99.99", "10.0.0",
+    "0.0.1",
+    "0.1.0",
+    "0.9.0",
+    "0.10.0",
+    "1.0.0",
+    "1.0.1",
+    "1.2.3",
+    "1.9.9",
+    "1.10.0",
+    "2.0.0",
+    "2.1.0",
+    "2.9.0",
+    "2.10.0",
+    "3.0.0",
+    "4.5.6",
+    "5.0.0",
+    "7.0.0",
+    "9.9.9",
+    "9.99.99",
+    "10.0.0",
   ];
   const PRERELEASE = [
-    "1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-beta.11", "1.0.0-beta.2", "2.0.0-rc.1",
-    "10.0.0-rc.1", "10.0.1-alpha", "11.0.0-rc.1", "20.0.0-beta.2", "100.0.0-0",
+    "1.0.0-alpha",
+    "1.0.0-alpha.1",
+    "1.0.0-beta.11",
+    "1.0.0-beta.2",
+    "2.0.0-rc.1",
+    "10.0.0-rc.1",
+    "10.0.1-alpha",
+    "11.0.0-rc.1",
+    "20.0.0-beta.2",
+    "100.0.0-0",
   ];
   const ALL = [...STABLE, ...PRERELEASE];
   const results = new Map<string, CallResult>();
@@ -115,9 +135,7 @@ describe("concurrent creates of different versions of one name", () => {
     let writing = true;
     const reader = (async () => {
       while (writing) {
-        const rows = await db.database.knex("entries")
-          .select("sequence", "version", "is_latest")
-          .where({ base_did: base });
+        const rows = await db.database.knex("entries").select("sequence", "version", "is_latest").where({ base_did: base });
         snapshots.push(rows);
         // PGlite answers in-process without I/O: without a macrotask break this loop would
         // starve the server's sockets.
@@ -190,9 +208,7 @@ describe("concurrent creates on different names", () => {
   it("all succeed: 12 names with 3 versions each, at once", async () => {
     const names = Array.from({ length: 12 }, (_, i) => `race-names-${i}`);
     const versions = ["1.0.0", "1.1.0-rc.1", "0.9.0"];
-    const entries = await Promise.all(
-      names.flatMap((name) => versions.map((version) => publisher.entry(name, version))),
-    );
+    const entries = await Promise.all(names.flatMap((name) => versions.map((version) => publisher.entry(name, version))));
     const results = await Promise.all(
       shuffle(entries).map(async (entry, index) => {
         const client = registryClient(PROTOCOLS[index % PROTOCOLS.length]!, registry.url);
@@ -230,7 +246,11 @@ describe("concurrent creates on different names", () => {
     );
     expect(tally(results)).toEqual({ ok: 1, permission_denied: 7 });
     const winner = attempts[results.findIndex((r) => r.code === "ok")]!;
-    const owner = await db.database.knex("entry_names").select("publisher_did").where({ base_did: baseOf(name) }).first();
+    const owner = await db.database
+      .knex("entry_names")
+      .select("publisher_did")
+      .where({ base_did: baseOf(name) })
+      .first();
     expect(owner.publisher_did).toBe(winner.rival.did);
     expect(await count("select 1 from entries where base_did = ?", [baseOf(name)])).toBe(1);
   });
@@ -251,10 +271,7 @@ describe("concurrent revoke-all and create on one name", () => {
     const revocation = await publisher.revocation(base, "withdrawn");
     const creator = registryClient("grpc", registry.url);
     const revoker = registryClient("rest", registry.url);
-    const [created, revoked] = await Promise.all([
-      creator.create(entry, token),
-      revoker.revoke(base, revocation, token),
-    ]);
+    const [created, revoked] = await Promise.all([creator.create(entry, token), revoker.revoke(base, revocation, token)]);
     creator.close();
     expect(created.code, created.message).toBe("ok");
     expect(revoked.code, revoked.message).toBe("ok");

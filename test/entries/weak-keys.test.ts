@@ -107,7 +107,11 @@ describe.each(PROTOCOLS)("weak keys and malleable signatures over %s", (protocol
     const client = registryClient(protocol, registry.url);
     const weakPublisher = await createPublisher();
     for (const [index, { did, says }] of WEAK_KEYS.entries()) {
-      const entry = { ...(await weakPublisher.entry(`weak-${protocol}-${index}`, "1.0.0")), publisherDid: did, signature: UNIVERSAL_SIGNATURE };
+      const entry = {
+        ...(await weakPublisher.entry(`weak-${protocol}-${index}`, "1.0.0")),
+        publisherDid: did,
+        signature: UNIVERSAL_SIGNATURE,
+      };
       const created = await client.create(entry, tokens.get(did));
       expect(created.code, did).toBe("invalid_argument");
       expect(created.fields, did).toEqual(["publisherDid"]);
@@ -139,7 +143,11 @@ describe.each(PROTOCOLS)("weak keys and malleable signatures over %s", (protocol
     const { signature: _made, ...fields } = await publisher.entry(name, "1.0.0");
     const signature = await signedWithIdentityNonce(fields, publisher.keys.privateKey);
     // A valid signature under RFC 8032's equation: noble's strict verify accepts it.
-    expect(await ed.verifyAsync(parseSignatureBytes(signature), entrySigningPayload(fields as EntrySigningFields), publisher.keys.publicKey, { zip215: false })).toBe(true);
+    expect(
+      await ed.verifyAsync(parseSignatureBytes(signature), entrySigningPayload(fields as EntrySigningFields), publisher.keys.publicKey, {
+        zip215: false,
+      }),
+    ).toBe(true);
     const created = await client.create({ ...fields, signature }, token);
     expect(created.code).toBe("invalid_argument");
     expect(created.fields).toEqual(["signature"]);
@@ -170,24 +178,31 @@ describe("registry root-token create --subject", () => {
     ["the identity encoded as y = p + 1", NON_CANONICAL_KEYS[4]!],
   ] as const;
 
-  it.each(cases)("refuses %s with a message, exit code 2, and stores nothing", async (_label, { did, says }) => {
-    const dataDir = await temporaryDirectory("registry-weak-subject-");
-    try {
-      const env = childEnv(usesPostgres() ? { DATABASE_URL: db.url } : { REGISTRY_DATA_DIR: dataDir.path });
-      const description = "weak-keys test";
-      const refused = await runCli(["root-token", "create", "--subject", did, "--scopes", "registry.publish.skill", "--description", description], env);
-      expect(refused.code).toBe(2);
-      expect(refused.stdout).toBe("");
-      expect(refused.stderr).toContain("--subject");
-      expect(refused.stderr).toContain(says);
-      if (usesPostgres()) {
-        expect(await db.database.knex("root_tokens").where({ description })).toEqual([]);
-      } else {
-        // Refused before the embedded database was even opened.
-        expect(await readdir(dataDir.path)).toEqual([]);
+  it.each(cases)(
+    "refuses %s with a message, exit code 2, and stores nothing",
+    async (_label, { did, says }) => {
+      const dataDir = await temporaryDirectory("registry-weak-subject-");
+      try {
+        const env = childEnv(usesPostgres() ? { DATABASE_URL: db.url } : { REGISTRY_DATA_DIR: dataDir.path });
+        const description = "weak-keys test";
+        const refused = await runCli(
+          ["root-token", "create", "--subject", did, "--scopes", "registry.publish.skill", "--description", description],
+          env,
+        );
+        expect(refused.code).toBe(2);
+        expect(refused.stdout).toBe("");
+        expect(refused.stderr).toContain("--subject");
+        expect(refused.stderr).toContain(says);
+        if (usesPostgres()) {
+          expect(await db.database.knex("root_tokens").where({ description })).toEqual([]);
+        } else {
+          // Refused before the embedded database was even opened.
+          expect(await readdir(dataDir.path)).toEqual([]);
+        }
+      } finally {
+        await dataDir.remove();
       }
-    } finally {
-      await dataDir.remove();
-    }
-  }, CLI_MS);
+    },
+    CLI_MS,
+  );
 });

@@ -4,7 +4,16 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { childEnv, PROJECT_ROOT, REGISTRY_BIN } from "../support/child-processes.js";
 import { startPublishingRegistry, startTestRegistry, type PublishingSetup } from "../support/registry-fixture.js";
-import { checkpointReaches, logKeyOf, mirrorDatabase, type MirrorDatabase, publishVersion, revokeVersion, runMirrorCli, stateOf } from "./mirror-fixture.js";
+import {
+  checkpointReaches,
+  logKeyOf,
+  mirrorDatabase,
+  type MirrorDatabase,
+  publishVersion,
+  revokeVersion,
+  runMirrorCli,
+  stateOf,
+} from "./mirror-fixture.js";
 
 /**
  * `registry mirror --from <url>` against a running source registry: a fresh database catches up
@@ -42,18 +51,27 @@ describe("registry mirror", () => {
     try {
       const once = await mirrorCli(["--log-key", logKey, "--once", "--json"], mirror);
       expect(once.code, once.stderr).toBe(0);
-      const steps = once.stdout.trim().split("\n").map((line) => JSON.parse(line));
-      expect(steps).toEqual([expect.objectContaining({ from: 0, to: FIRST_BATCH + 1, treeSize: FIRST_BATCH + 1, origin: "source.test/log" })]);
+      const steps = once.stdout
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line));
+      expect(steps).toEqual([
+        expect.objectContaining({ from: 0, to: FIRST_BATCH + 1, treeSize: FIRST_BATCH + 1, origin: "source.test/log" }),
+      ]);
       let opened = await mirror.open();
       expect(await stateOf(opened.knex)).toEqual(await stateOf(source.db.database.knex));
       await opened.close();
 
       // Following: the source grows (creates and a revocation) while the mirror runs.
-      const follower = spawn(process.execPath, [REGISTRY_BIN, "mirror", "--from", source.registry.url, "--log-key", logKey, "--interval", "100", "--json"], {
-        env: childEnv(mirror.env),
-        cwd: PROJECT_ROOT,
-        stdio: ["ignore", "pipe", "pipe"],
-      });
+      const follower = spawn(
+        process.execPath,
+        [REGISTRY_BIN, "mirror", "--from", source.registry.url, "--log-key", logKey, "--interval", "100", "--json"],
+        {
+          env: childEnv(mirror.env),
+          cwd: PROJECT_ROOT,
+          stdio: ["ignore", "pipe", "pipe"],
+        },
+      );
       let output = "";
       follower.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
       follower.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
@@ -77,7 +95,9 @@ describe("registry mirror", () => {
       const again = await mirrorCli(["--once"], mirror);
       expect(again.code, again.stderr).toBe(0);
       expect(again.stdout).toBe(`up to date with source.test/log at ${finalSize} records\n`);
-      expect(again.stderr).toBe(`registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${logKey}\n`);
+      expect(again.stderr).toBe(
+        `registry: the log key came from the source itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${logKey}\n`,
+      );
     } finally {
       await mirror.remove();
     }
@@ -107,7 +127,10 @@ describe("registry mirror", () => {
           body: JSON.stringify(await source.publisher.entry("local-only", "1.0.0")),
         });
         expect(created.status).toBe(400);
-        expect(await created.json()).toMatchObject({ code: "failed_precondition", message: "this registry serves a mirror of source.test/log: publish and revoke there" });
+        expect(await created.json()).toMatchObject({
+          code: "failed_precondition",
+          message: "this registry serves a mirror of source.test/log: publish and revoke there",
+        });
         const did = "did:reg:main:skill:mirrored-4@1.0.0";
         const revoked = await fetch(`${served.url}/v1/entries/${encodeURIComponent(did)}`, {
           method: "DELETE",
@@ -165,7 +188,10 @@ describe("registry mirror", () => {
       let body = new Uint8Array(await upstream.arrayBuffer());
       if (req.url === "/tile/entries/000" || req.url?.startsWith("/tile/entries/000.p/")) {
         const text = Buffer.from(body).toString("latin1");
-        const altered = text.replace(/("index":"5".*?"loggedAt":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.)(\d)/, (_, head: string, digit: string) => head + ((Number(digit) + 1) % 10));
+        const altered = text.replace(
+          /("index":"5".*?"loggedAt":"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.)(\d)/,
+          (_, head: string, digit: string) => head + ((Number(digit) + 1) % 10),
+        );
         expect(altered).not.toBe(text);
         body = new Uint8Array(Buffer.from(altered, "latin1"));
       }
@@ -178,7 +204,9 @@ describe("registry mirror", () => {
       const url = `http://127.0.0.1:${(tampering.address() as AddressInfo).port}`;
       const result = await runMirrorCli(url, ["--log-key", logKey, "--once"], mirror);
       expect(result.code, result.stderr).toBe(6);
-      expect(result.stderr).toMatch(/^registry: mirror refused: records \[0, \d+\) from .* are not the ones its checkpoint of \d+ records commits to\n$/);
+      expect(result.stderr).toMatch(
+        /^registry: mirror refused: records \[0, \d+\) from .* are not the ones its checkpoint of \d+ records commits to\n$/,
+      );
       const opened = await mirror.open();
       expect((await stateOf(opened.knex)).log).toEqual([]);
       await opened.close();

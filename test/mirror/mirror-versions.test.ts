@@ -52,10 +52,12 @@ afterAll(async () => {
 async function resolves(url: string): Promise<Record<string, unknown>> {
   const dids = [did(NAME), did(OTHER), ...VERSIONS.map((version) => did(NAME, version))];
   const answers = await Promise.all(
-    [...dids.map((one) => `/v1/entries/${encodeURIComponent(one)}`), `/v1/entries/${encodeURIComponent(did(NAME))}/versions`].map(async (path) => {
-      const response = await fetch(`${url}${path}`);
-      return [path, { status: response.status, body: await response.json() }] as const;
-    }),
+    [...dids.map((one) => `/v1/entries/${encodeURIComponent(one)}`), `/v1/entries/${encodeURIComponent(did(NAME))}/versions`].map(
+      async (path) => {
+        const response = await fetch(`${url}${path}`);
+        return [path, { status: response.status, body: await response.json() }] as const;
+      },
+    ),
   );
   return Object.fromEntries(answers);
 }
@@ -126,7 +128,9 @@ describe("registry mirror with several versions of an entry", () => {
       }
       const result = await runMirrorCli(source.registry.url, ["--log-key", logKey, "--once"], mirror);
       expect(result.code, result.stderr).toBe(6);
-      expect(result.stderr).toBe(`registry: mirror refused: record 0: ${did(NAME, "1.0.0")} is already in this database outside its log: mirror into a database of its own\n`);
+      expect(result.stderr).toBe(
+        `registry: mirror refused: record 0: ${did(NAME, "1.0.0")} is already in this database outside its log: mirror into a database of its own\n`,
+      );
     } finally {
       await mirror.remove();
     }

@@ -115,7 +115,11 @@ describe("with an OTLP endpoint", () => {
     for (const query of queries) {
       expect(query.kind).toBe(CLIENT);
       expect(query.traceId).toBe(span.traceId);
-      expect(query.attributes).toMatchObject({ "db.system.name": "postgresql", "db.operation.name": "SELECT", "db.client.connection.pool.name": "primary" });
+      expect(query.attributes).toMatchObject({
+        "db.system.name": "postgresql",
+        "db.operation.name": "SELECT",
+        "db.client.connection.pool.name": "primary",
+      });
       // Placeholders, never the values bound to them.
       expect(query.attributes["db.query.text"]).toMatch(/^select .*\$1/i);
       expect(String(query.attributes["db.query.text"])).not.toContain(did);
@@ -266,7 +270,11 @@ describe("with an OTLP endpoint", () => {
 
     const span = onlySpan((s) => s.name === "grpc.health.v1.Health/Watch");
     expect(span.kind).toBe(SERVER);
-    expect(span.attributes).toMatchObject({ "rpc.system.name": "grpc", "rpc.method": "grpc.health.v1.Health/Watch", "rpc.status_code": "CANCELLED" });
+    expect(span.attributes).toMatchObject({
+      "rpc.system.name": "grpc",
+      "rpc.method": "grpc.health.v1.Health/Watch",
+      "rpc.status_code": "CANCELLED",
+    });
     expect(span.status.code ?? 0).not.toBe(STATUS_ERROR);
   });
 
@@ -351,10 +359,14 @@ function grpcClient(url: string): grpc.Client & Record<string, any> {
 
 function resolveOverGrpc(client: Record<string, any>, entryDid: string, metadata: grpc.Metadata): Promise<any> {
   return new Promise((resolve, reject) => {
-    client.ResolveEntry(fromJson(ResolveEntryRequestSchema, { did: entryDid }), metadata, (error: grpc.ServiceError | null, response: any) => {
-      if (error !== null) reject(error);
-      else resolve(toJson(ResolveEntryResponseSchema, response));
-    });
+    client.ResolveEntry(
+      fromJson(ResolveEntryRequestSchema, { did: entryDid }),
+      metadata,
+      (error: grpc.ServiceError | null, response: any) => {
+        if (error !== null) reject(error);
+        else resolve(toJson(ResolveEntryResponseSchema, response));
+      },
+    );
   });
 }
 
@@ -448,7 +460,11 @@ describe("sampling configuration", () => {
     expect(loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "0.25" }).otelSampleRatio).toBe(0.25);
     expect(loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_always_off" }).otelSampleRatio).toBe(0);
     expect(() => loadConfig({ OTEL_TRACES_SAMPLER: "always_on" })).toThrow(/OTEL_TRACES_SAMPLER/);
-    expect(() => loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.5" })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
-    expect(() => loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "-1" })).toThrow(/OTEL_TRACES_SAMPLER_ARG/);
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "1.5" })).toThrow(
+      /OTEL_TRACES_SAMPLER_ARG/,
+    );
+    expect(() => loadConfig({ OTEL_TRACES_SAMPLER: "parentbased_traceidratio", OTEL_TRACES_SAMPLER_ARG: "-1" })).toThrow(
+      /OTEL_TRACES_SAMPLER_ARG/,
+    );
   });
 });

@@ -104,7 +104,8 @@ describe("the memory store", () => {
 });
 
 describe("the Postgres store", () => {
-  const storedTat = async (k: string) => (await db.database.knex("rate_limit_buckets").where({ key: k }).first())?.tat as number | undefined;
+  const storedTat = async (k: string) =>
+    (await db.database.knex("rate_limit_buckets").where({ key: k }).first())?.tat as number | undefined;
 
   it("deletes buckets that have long been full, and only those", async () => {
     const store = createPostgresBucketStore(db.database.knex, { cleanupIntervalMs: 20 });
@@ -174,7 +175,12 @@ describe("the limiter around a store", () => {
     const outages = () => lines.filter((line) => line.includes("rate-limit store unavailable"));
     let now = 1_000_000;
     const store = await createRedisBucketStore({ url: "redis://127.0.0.1:1", onError: () => {} });
-    const limiter = createRateLimiter({ policies: { reads: LIMITS }, store, logger: createLogger((line) => lines.push(line)), clock: () => now });
+    const limiter = createRateLimiter({
+      policies: { reads: LIMITS },
+      store,
+      logger: createLogger((line) => lines.push(line)),
+      clock: () => now,
+    });
     try {
       const one = key();
       const decisions = await Promise.all(Array.from({ length: 30 }, () => limiter.take("reads", one)));
@@ -193,7 +199,12 @@ describe("the limiter around a store", () => {
 
   it("goes back to the store once it answers again", async () => {
     const knex = db.database.knex;
-    const limiter = createRateLimiter({ policies: { reads: { rate: 1, burst: 3 } }, store: createPostgresBucketStore(knex), logger: quiet, storeTimeoutMs: 2_000 });
+    const limiter = createRateLimiter({
+      policies: { reads: { rate: 1, burst: 3 } },
+      store: createPostgresBucketStore(knex),
+      logger: quiet,
+      storeTimeoutMs: 2_000,
+    });
     const stored = async (k: string) => (await knex("rate_limit_buckets").where({ key: `reads:${k}` })).length === 1;
     try {
       const [before, during, after] = [key(), key(), key()];
@@ -267,7 +278,13 @@ describe("the limiter around a store", () => {
     const postgres = createPostgresBucketStore(db.database.knex);
     let storeCalls = 0;
     // The real store, counted on the way in: the deny cache must keep calls from reaching it.
-    const counted: BucketStore = { take: (k, limits) => (storeCalls++, postgres.take(k, limits)), close: () => postgres.close() };
+    const counted: BucketStore = {
+      take: (k, limits) => {
+        storeCalls++;
+        return postgres.take(k, limits);
+      },
+      close: () => postgres.close(),
+    };
     // The limiter's clock (its deny cache) is held; the store keeps the database's.
     let now = 1_000_000;
     const limiter = createRateLimiter({ policies: { reads: { rate: 0.2, burst: 3 } }, store: counted, logger: quiet, clock: () => now });

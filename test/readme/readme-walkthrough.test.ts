@@ -47,7 +47,9 @@ const skipped = usesPostgres();
 beforeAll(async () => {
   if (skipped) return;
   if (!(await portIsFree(PORT))) {
-    throw new Error(`port ${PORT} is in use: the README walkthrough starts the registry on it, so stop whatever listens there and run this test again`);
+    throw new Error(
+      `port ${PORT} is in use: the README walkthrough starts the registry on it, so stop whatever listens there and run this test again`,
+    );
   }
   workspace = await temporaryDirectory("readme-walkthrough-");
   clone = join(workspace.path, "open-registry");
@@ -65,73 +67,91 @@ afterAll(async () => {
 
 let firstDid = "";
 
-it.skipIf(skipped)("runs pasted whole into a fresh shell on a fresh clone: every step shows its result, and the server is stopped", async () => {
-  const paste = await pasteWalkthrough();
-  const { transcript } = paste;
-  await expectCleanRun(paste);
+it.skipIf(skipped)(
+  "runs pasted whole into a fresh shell on a fresh clone: every step shows its result, and the server is stopped",
+  async () => {
+    const paste = await pasteWalkthrough();
+    const { transcript } = paste;
+    await expectCleanRun(paste);
 
-  expect(transcript).toContain('"file": "publisher.json"');
-  const did = publisherDid(transcript);
-  firstDid = did;
-  expect(transcript).toMatch(new RegExp(`^created root token rt_[0-9a-f]{16} for ${did} \\(registry\\.publish\\.skill\\)$`, "m"));
-  expect(transcript).toContain(`logged in to http://127.0.0.1:${PORT} as ${did} (registry.publish.skill)`);
-  expect(transcript).toContain(`published ${ENTRY}@1.2.0 (sequence 1)\n`);
+    expect(transcript).toContain('"file": "publisher.json"');
+    const did = publisherDid(transcript);
+    firstDid = did;
+    expect(transcript).toMatch(new RegExp(`^created root token rt_[0-9a-f]{16} for ${did} \\(registry\\.publish\\.skill\\)$`, "m"));
+    expect(transcript).toContain(`logged in to http://127.0.0.1:${PORT} as ${did} (registry.publish.skill)`);
+    expect(transcript).toContain(`published ${ENTRY}@1.2.0 (sequence 1)\n`);
 
-  // resolve (latest, then @1.2.0): both the active 1.2.0, with the hash of the --content directory.
-  const contentHash = await directoryHash(join(clone, "web-search", "dist"));
-  const active = `${ENTRY}@1.2.0  active\n  publisher   ${did}\n  published   `;
-  expect(transcript.split(active)).toHaveLength(3);
-  expect(transcript).toContain(`  content     ${contentHash}\n  description Searches the web\n  tags        search, web\n`);
-  expect(transcript).toMatch(/^1\.2\.0\tactive\t\S+Z$/m);
+    // resolve (latest, then @1.2.0): both the active 1.2.0, with the hash of the --content directory.
+    const contentHash = await directoryHash(join(clone, "web-search", "dist"));
+    const active = `${ENTRY}@1.2.0  active\n  publisher   ${did}\n  published   `;
+    expect(transcript.split(active)).toHaveLength(3);
+    expect(transcript).toContain(`  content     ${contentHash}\n  description Searches the web\n  tags        search, web\n`);
+    expect(transcript).toMatch(/^1\.2\.0\tactive\t\S+Z$/m);
 
-  expect(transcript).toContain(`revoked ${ENTRY}@1.2.0\n${ENTRY}@1.2.0  revoked\n`);
-  expect(transcript).toMatch(/^ {2}revoked {5}\S+Z: superseded by 1\.2\.1$/m);
+    expect(transcript).toContain(`revoked ${ENTRY}@1.2.0\n${ENTRY}@1.2.0  revoked\n`);
+    expect(transcript).toMatch(/^ {2}revoked {5}\S+Z: superseded by 1\.2\.1$/m);
 
-  // discover --tag search finds no entry (its one match is revoked) and says why on stderr;
-  // --include-revoked shows it; the query naming status finds it too.
-  const afterRevocation = transcript.slice(transcript.lastIndexOf("superseded by 1.2.1\n") + "superseded by 1.2.1\n".length);
-  expect(afterRevocation.slice(0, afterRevocation.indexOf("{"))).toBe(
-    `no active entries match (revoked entries are hidden: --include-revoked shows them)\n${ENTRY}@1.2.0\trevoked\tSearches the web\n${ENTRY}@1.2.0\trevoked\n`,
-  );
+    // discover --tag search finds no entry (its one match is revoked) and says why on stderr;
+    // --include-revoked shows it; the query naming status finds it too.
+    const afterRevocation = transcript.slice(transcript.lastIndexOf("superseded by 1.2.1\n") + "superseded by 1.2.1\n".length);
+    expect(afterRevocation.slice(0, afterRevocation.indexOf("{"))).toBe(
+      `no active entries match (revoked entries are hidden: --include-revoked shows them)\n${ENTRY}@1.2.0\trevoked\tSearches the web\n${ENTRY}@1.2.0\trevoked\n`,
+    );
 
-  const [created, latest, version, versions, revoked, discovered, queried, jwks, ...rest] = jsonLines(transcript);
-  expect(rest).toEqual([]);
-  expect(created).toMatchObject({ entryDid: `${ENTRY}@1.3.0`, publisherDid: did, sequence: "2", status: "active", isLatest: true });
-  expect(created?.signature).toMatch(/^ed25519:/);
-  expect(latest).toMatchObject({ entryDid: `${ENTRY}@1.3.0`, status: "active" });
-  expect(version).toEqual(latest);
-  expect(versions).toMatchObject({ versions: [{ version: "1.3.0", status: "active" }, { version: "1.2.0", status: "revoked" }] });
-  expect(revoked).toMatchObject({ entries: [{ entryDid: `${ENTRY}@1.3.0`, status: "revoked", revocationReason: "withdrawn" }] });
-  expect(discovered).toMatchObject({ total: 2, entries: [{ entryDid: `${ENTRY}@1.3.0` }, { entryDid: `${ENTRY}@1.2.0` }] });
-  expect(queried).toEqual({ entries: [{ entryDid: `${ENTRY}@1.3.0`, version: "1.3.0" }, { entryDid: `${ENTRY}@1.2.0`, version: "1.2.0" }] });
-  expect(jwks).toMatchObject({ keys: [{ kty: "OKP", crv: "Ed25519", alg: "EdDSA" }] });
+    const [created, latest, version, versions, revoked, discovered, queried, jwks, ...rest] = jsonLines(transcript);
+    expect(rest).toEqual([]);
+    expect(created).toMatchObject({ entryDid: `${ENTRY}@1.3.0`, publisherDid: did, sequence: "2", status: "active", isLatest: true });
+    expect(created?.signature).toMatch(/^ed25519:/);
+    expect(latest).toMatchObject({ entryDid: `${ENTRY}@1.3.0`, status: "active" });
+    expect(version).toEqual(latest);
+    expect(versions).toMatchObject({
+      versions: [
+        { version: "1.3.0", status: "active" },
+        { version: "1.2.0", status: "revoked" },
+      ],
+    });
+    expect(revoked).toMatchObject({ entries: [{ entryDid: `${ENTRY}@1.3.0`, status: "revoked", revocationReason: "withdrawn" }] });
+    expect(discovered).toMatchObject({ total: 2, entries: [{ entryDid: `${ENTRY}@1.3.0` }, { entryDid: `${ENTRY}@1.2.0` }] });
+    expect(queried).toEqual({
+      entries: [
+        { entryDid: `${ENTRY}@1.3.0`, version: "1.3.0" },
+        { entryDid: `${ENTRY}@1.2.0`, version: "1.2.0" },
+      ],
+    });
+    expect(jwks).toMatchObject({ keys: [{ kty: "OKP", crv: "Ed25519", alg: "EdDSA" }] });
 
-  // buf curl's gRPC resolve, pretty-printed: the latest, 1.3.0, now revoked.
-  expect(transcript).toMatch(/"entry": \{\n\s+"entryDid": "did:reg:main:skill:web-search@1\.3\.0",[\s\S]*"status": "revoked"/);
+    // buf curl's gRPC resolve, pretty-printed: the latest, 1.3.0, now revoked.
+    expect(transcript).toMatch(/"entry": \{\n\s+"entryDid": "did:reg:main:skill:web-search@1\.3\.0",[\s\S]*"status": "revoked"/);
 
-  expect(untrackedFiles(clone, copied)).toEqual([]);
-}, PASTE_MS);
+    expect(untrackedFiles(clone, copied)).toEqual([]);
+  },
+  PASTE_MS,
+);
 
-it.skipIf(skipped)("runs pasted again in the same directory: same key, a fresh root token works, publish says the version exists, resolve still works", async () => {
-  if (firstDid === "") throw new Error("the first paste did not get as far as a DID");
-  const paste = await pasteWalkthrough();
-  const { transcript } = paste;
-  await expectCleanRun(paste);
+it.skipIf(skipped)(
+  "runs pasted again in the same directory: same key, a fresh root token works, publish says the version exists, resolve still works",
+  async () => {
+    if (firstDid === "") throw new Error("the first paste did not get as far as a DID");
+    const paste = await pasteWalkthrough();
+    const { transcript } = paste;
+    await expectCleanRun(paste);
 
-  expect(transcript).not.toContain('"file": "publisher.json"');
-  expect(publisherDid(transcript)).toBe(firstDid);
-  expect(transcript).toMatch(new RegExp(`^created root token rt_[0-9a-f]{16} for ${firstDid} `, "m"));
-  expect(transcript).toContain(`logged in to http://127.0.0.1:${PORT} as ${firstDid}`);
-  expect(transcript).toContain(`registry: already_exists: ${ENTRY}@1.2.0 was already published`);
-  expect(transcript).toContain(`${ENTRY}@1.2.0  revoked\n  publisher   ${firstDid}\n`);
-  expect(transcript).toMatch(/^1\.3\.0\trevoked\t\S+Z\n1\.2\.0\trevoked\t\S+Z$/m);
+    expect(transcript).not.toContain('"file": "publisher.json"');
+    expect(publisherDid(transcript)).toBe(firstDid);
+    expect(transcript).toMatch(new RegExp(`^created root token rt_[0-9a-f]{16} for ${firstDid} `, "m"));
+    expect(transcript).toContain(`logged in to http://127.0.0.1:${PORT} as ${firstDid}`);
+    expect(transcript).toContain(`registry: already_exists: ${ENTRY}@1.2.0 was already published`);
+    expect(transcript).toContain(`${ENTRY}@1.2.0  revoked\n  publisher   ${firstDid}\n`);
+    expect(transcript).toMatch(/^1\.3\.0\trevoked\t\S+Z\n1\.2\.0\trevoked\t\S+Z$/m);
 
-  const [created, latest] = jsonLines(transcript);
-  expect(created).toMatchObject({ code: "already_exists" });
-  expect(latest).toMatchObject({ entryDid: `${ENTRY}@1.3.0`, status: "revoked" });
+    const [created, latest] = jsonLines(transcript);
+    expect(created).toMatchObject({ code: "already_exists" });
+    expect(latest).toMatchObject({ entryDid: `${ENTRY}@1.3.0`, status: "revoked" });
 
-  expect(untrackedFiles(clone, copied)).toEqual([]);
-}, PASTE_MS);
+    expect(untrackedFiles(clone, copied)).toEqual([]);
+  },
+  PASTE_MS,
+);
 
 /** Runs the walkthrough as one pasted script in the clone, with a clean environment: PATH and a HOME of its own. */
 async function pasteWalkthrough(): Promise<Paste> {

@@ -45,7 +45,10 @@ export function walkthroughScript(readme: string): string {
  * linked, standing in for `npm install`. Returns the paths copied.
  */
 export async function copyWorkingTree(repository: string, target: string): Promise<string[]> {
-  const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], { cwd: repository, encoding: "utf8" });
+  const listed = execFileSync("git", ["ls-files", "-z", "--cached", "--others", "--exclude-standard"], {
+    cwd: repository,
+    encoding: "utf8",
+  });
   const tracked = [...new Set(listed.split("\0").filter(Boolean))];
   const copied: string[] = [];
   for (const path of tracked) {

@@ -35,23 +35,20 @@ const MINIMAL_ENTRY = {
 } as const satisfies EntrySigningFields;
 const MINIMAL_PAYLOAD =
   '{"bondAmount":"","contentHash":"sha256:0000000000000000000000000000000000000000000000000000000000000000","data":{},"description":"","entryDid":"did:reg:main:agent:echo@0.1.0-beta.1","entryType":"agent","payloadType":"registry.entry.v1","publishedAt":"2026-01-02T03:04:05.678Z","publisherDid":"did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw","tags":[],"version":"0.1.0-beta.1"}';
-const MINIMAL_SIGNATURE =
-  "ed25519:xbbyhKmBAK5Ogtp7-VPpB4Kw3LQRDcwF2AHNbqQ5EG5GB0WeePQ-PhnDgmPPydiveJB31K4j_0GrhBXqp0-rCA";
+const MINIMAL_SIGNATURE = "ed25519:xbbyhKmBAK5Ogtp7-VPpB4Kw3LQRDcwF2AHNbqQ5EG5GB0WeePQ-PhnDgmPPydiveJB31K4j_0GrhBXqp0-rCA";
 
 const REVOKED_DID = "did:reg:main:skill:pdf-summarizer@1.2.0";
 const REVOKE_REASON = "superseded by 1.2.1: wrong page count";
 const REVOKE_PAYLOAD =
   '{"entryDid":"did:reg:main:skill:pdf-summarizer@1.2.0","payloadType":"registry.revoke.v1","reason":"superseded by 1.2.1: wrong page count"}';
 const REVOKE_PAYLOAD_SHA256 = "484b5d6f029f3aa374f1a79d8f7c1aae6ec52019f6169bf38e729a04e380f4f6";
-const REVOKE_SIGNATURE =
-  "ed25519:SeTVYV2DEmAn6TFJkv7LRlketc2yaVzYwoU3Fb_rxzfjJ-e1vtLhJ5S9YhXSNeF3Qe8h0rQ0kgBJA5P3UOgVBg";
+const REVOKE_SIGNATURE = "ed25519:SeTVYV2DEmAn6TFJkv7LRlketc2yaVzYwoU3Fb_rxzfjJ-e1vtLhJ5S9YhXSNeF3Qe8h0rQ0kgBJA5P3UOgVBg";
 
 const REVOKED_BASE_DID = "did:reg:main:skill:pdf-summarizer";
 const REVOKE_ALL_REASON = "withdrawn: licence problem";
 const REVOKE_ALL_PAYLOAD =
   '{"entryDid":"did:reg:main:skill:pdf-summarizer","payloadType":"registry.revoke.v1","reason":"withdrawn: licence problem"}';
-const REVOKE_ALL_SIGNATURE =
-  "ed25519:j9AFuZoVh9mlPSBn_uN3yoE6DFRgnJoVcsFq_8aNa9pBvicQxiKKKKPKeMn_GA5z5rQlgq5VEl0bbVFw78SpDw";
+const REVOKE_ALL_SIGNATURE = "ed25519:j9AFuZoVh9mlPSBn_uN3yoE6DFRgnJoVcsFq_8aNa9pBvicQxiKKKKPKeMn_GA5z5rQlgq5VEl0bbVFw78SpDw";
 
 // RFC 8032 section 7.1, TEST 1: the key above signing the empty message.
 const RFC8032_TEST1_SIGNATURE_HEX =
@@ -152,9 +149,7 @@ describe("what the entry signature covers", () => {
     const otherType = ENTRY_PAYLOAD.replace('"registry.entry.v1"', '"registry.entry.v2"');
     const signature = parseSignature(ENTRY_SIGNATURE) as Uint8Array;
     expect(await nodeVerifier.verify(publicKey, new TextEncoder().encode(otherType), signature)).toBe(false);
-    expect(await nodeVerifier.verify(publicKey, new TextEncoder().encode(ENTRY_PAYLOAD), signature)).toBe(
-      true,
-    );
+    expect(await nodeVerifier.verify(publicKey, new TextEncoder().encode(ENTRY_PAYLOAD), signature)).toBe(true);
   });
 
   it.each([
@@ -222,9 +217,7 @@ describe("published revocation vectors", () => {
 
   it("is accepted by node:crypto with the revoker's key", async () => {
     const payload = revocationSigningPayload(REVOKED_DID, REVOKE_REASON);
-    expect(await nodeVerifier.verify(publicKey, payload, parseSignature(REVOKE_SIGNATURE) as Uint8Array)).toBe(
-      true,
-    );
+    expect(await nodeVerifier.verify(publicKey, payload, parseSignature(REVOKE_SIGNATURE) as Uint8Array)).toBe(true);
   });
 
   it("binds the DID as addressed and the reason", async () => {

@@ -73,34 +73,36 @@ async function growTable(tx: Knex.Transaction, count: number): Promise<void> {
 describe("registry_create_entry's cached plans", () => {
   it("touch as many pages after the table grows as before", { timeout: 60_000 }, async () => {
     // One transaction holds one connection, and so one set of cached plans, throughout.
-    await db.database.knex.transaction(async (tx) => {
-      // Past PL/pgSQL's first five calls, after which it may keep a generic plan for good.
-      for (let i = 0; i < 8; i += 1) {
-        const call = createCall(`warm-${i}`, SHARED_VERSION);
-        await tx.raw(call.sql, call.bindings);
-      }
-      const newNameBefore = await pagesTouched(tx, "new-before", SHARED_VERSION);
-      const newVersionBefore = await pagesTouched(tx, "warm-0", "1.1.0");
+    await db.database.knex
+      .transaction(async (tx) => {
+        // Past PL/pgSQL's first five calls, after which it may keep a generic plan for good.
+        for (let i = 0; i < 8; i += 1) {
+          const call = createCall(`warm-${i}`, SHARED_VERSION);
+          await tx.raw(call.sql, call.bindings);
+        }
+        const newNameBefore = await pagesTouched(tx, "new-before", SHARED_VERSION);
+        const newVersionBefore = await pagesTouched(tx, "warm-0", "1.1.0");
 
-      await growTable(tx, 20_000);
+        await growTable(tx, 20_000);
 
-      const newNameAfter = await pagesTouched(tx, "new-after", SHARED_VERSION);
-      const newVersionAfter = await pagesTouched(tx, "bulk-7", "1.1.0");
-      // Thirteen indexes a level deeper cost 20-50 pages more (measured on both databases);
-      // migration 0010's version check, cached like this, cost 800 more: it walked the shared
-      // version's index entries.
-      expect(newNameAfter - newNameBefore).toBeLessThan(200);
-      expect(newVersionAfter - newVersionBefore).toBeLessThan(200);
+        const newNameAfter = await pagesTouched(tx, "new-after", SHARED_VERSION);
+        const newVersionAfter = await pagesTouched(tx, "bulk-7", "1.1.0");
+        // Thirteen indexes a level deeper cost 20-50 pages more (measured on both databases);
+        // migration 0010's version check, cached like this, cost 800 more: it walked the shared
+        // version's index entries.
+        expect(newNameAfter - newNameBefore).toBeLessThan(200);
+        expect(newVersionAfter - newVersionBefore).toBeLessThan(200);
 
-      // And a second publish of a version is still refused by the constraint that decides it.
-      const again = createCall("bulk-7", "1.1.0");
-      await tx.raw("savepoint again");
-      await expect(tx.raw(again.sql, again.bindings)).rejects.toMatchObject({ code: "23505", constraint: "entries_version_once" });
-      await tx.raw("rollback to savepoint again");
-      throw new RollBack();
-    }).catch((error: unknown) => {
-      if (!(error instanceof RollBack)) throw error;
-    });
+        // And a second publish of a version is still refused by the constraint that decides it.
+        const again = createCall("bulk-7", "1.1.0");
+        await tx.raw("savepoint again");
+        await expect(tx.raw(again.sql, again.bindings)).rejects.toMatchObject({ code: "23505", constraint: "entries_version_once" });
+        await tx.raw("rollback to savepoint again");
+        throw new RollBack();
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof RollBack)) throw error;
+      });
   });
 });
 

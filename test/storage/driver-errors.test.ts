@@ -32,7 +32,13 @@ describe("data exceptions (SQLSTATE class 22)", () => {
   const cases = [
     { name: "NUL in text (22021)", sql: "select ?::text as t", bindings: ["a\u0000b"], code: "22021", says: "cannot store" },
     { name: "\\u0000 in jsonb (22P05)", sql: "select ?::jsonb as j", bindings: ['{"a":"\\u0000"}'], code: "22P05", says: "cannot store" },
-    { name: "an unpaired surrogate escape in jsonb", sql: "select ?::jsonb as j", bindings: ['{"a":"\\ud800"}'], code: undefined, says: undefined },
+    {
+      name: "an unpaired surrogate escape in jsonb",
+      sql: "select ?::jsonb as j",
+      bindings: ['{"a":"\\ud800"}'],
+      code: undefined,
+      says: undefined,
+    },
     { name: "text that is not JSON (22P02)", sql: "select ?::jsonb as j", bindings: ["not json"], code: "22P02", says: "cannot be stored" },
     { name: "a number out of range (22003)", sql: "select ?::int as i", bindings: ["99999999999"], code: "22003", says: "out of range" },
   ];
@@ -56,7 +62,13 @@ describe("data exceptions (SQLSTATE class 22)", () => {
 describe("failures that are not the request's", () => {
   it("a database that cannot be reached is unavailable", async () => {
     // Port 1 on loopback: nothing listens, so the connection is refused at once.
-    const unreachable = knexFactory({ client: "pg", connection: "postgres://postgres@127.0.0.1:1/none", pool: { min: 0, max: 1 }, acquireConnectionTimeout: 5_000, log: quiet });
+    const unreachable = knexFactory({
+      client: "pg",
+      connection: "postgres://postgres@127.0.0.1:1/none",
+      pool: { min: 0, max: 1 },
+      acquireConnectionTimeout: 5_000,
+      log: quiet,
+    });
     try {
       const error = await translateDriverErrors(() => unreachable.raw("select 1")).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(UnavailableError);

@@ -124,22 +124,26 @@ describe("MIGRATE_ON_START", () => {
       await directory?.remove();
     });
 
-    it("`registry serve` exits with the error, `registry migrate` applies the migrations, then serve starts", async () => {
-      // It must also exit promptly, not linger on an open pool.
-      const refused = await runCli(["serve"], { ...env, PORT: String(await freePort()) }, REFUSAL_MS);
-      expect(refused.code, refused.stderr).toBe(2);
-      expect(refused.stderr).toMatch(/^registry: the database schema is behind .*MIGRATE_ON_START is false; run `registry migrate`/m);
+    it(
+      "`registry serve` exits with the error, `registry migrate` applies the migrations, then serve starts",
+      async () => {
+        // It must also exit promptly, not linger on an open pool.
+        const refused = await runCli(["serve"], { ...env, PORT: String(await freePort()) }, REFUSAL_MS);
+        expect(refused.code, refused.stderr).toBe(2);
+        expect(refused.stderr).toMatch(/^registry: the database schema is behind .*MIGRATE_ON_START is false; run `registry migrate`/m);
 
-      const migrated = await runCli(["migrate"], env);
-      expect(migrated.code, migrated.stderr).toBe(0);
-      expect(migrated.stdout).toMatch(/^applied: 0001-entries, /);
+        const migrated = await runCli(["migrate"], env);
+        expect(migrated.code, migrated.stderr).toBe(0);
+        expect(migrated.stdout).toMatch(/^applied: 0001-entries, /);
 
-      const server = await startServerProcess([], await freePort(), env, STARTUP_MS);
-      try {
-        expect(await readyz(server.url)).toBe(200);
-      } finally {
-        expect((await server.stop()).code).toBe(0);
-      }
-    }, 2 * STARTUP_MS);
+        const server = await startServerProcess([], await freePort(), env, STARTUP_MS);
+        try {
+          expect(await readyz(server.url)).toBe(200);
+        } finally {
+          expect((await server.stop()).code).toBe(0);
+        }
+      },
+      2 * STARTUP_MS,
+    );
   });
 });

@@ -60,7 +60,9 @@ describe.skipIf(!usesPostgres())("read replicas (DATABASE_READ_URL)", () => {
     const text = await metrics();
     expect(sample(text, reads("replica", "replica"))).toBeGreaterThanOrEqual(1);
     const readPools = await withAdmin(setup.db.url!, (client) =>
-      client.query("select count(*)::int as n from pg_stat_activity where application_name = 'registry-read' and datname = current_database()"),
+      client.query(
+        "select count(*)::int as n from pg_stat_activity where application_name = 'registry-read' and datname = current_database()",
+      ),
     );
     expect(readPools.rows[0].n).toBeGreaterThanOrEqual(1);
     expect(text).toMatch(/^registry_db_pool_connections_max\{pool="replica-1"\} \d+$/m);

@@ -1,7 +1,7 @@
 import http from "node:http";
 import http2 from "node:http2";
 import type { AddressInfo } from "node:net";
-import { type Interceptor } from "@connectrpc/connect";
+import type { Interceptor } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 import { createRequestPipeline } from "../../src/edge/request-pipeline.js";
 import { createRestTranscoder } from "../../src/edge/rest-transcoder.js";

@@ -133,7 +133,9 @@ function ok(body: any): CallResult {
 }
 
 const GRPC_CODE_NAMES: Record<number, string> = Object.fromEntries(
-  Object.entries(Code).filter(([, v]) => typeof v === "number").map(([name, v]) => [v, snake(name)]),
+  Object.entries(Code)
+    .filter(([, v]) => typeof v === "number")
+    .map(([name, v]) => [v, snake(name)]),
 );
 
 export function failure(error: unknown): CallResult {

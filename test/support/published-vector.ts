@@ -25,5 +25,4 @@ export const ENTRY = {
   contentHash: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
   bondAmount: "100 USDC",
 } as const satisfies EntrySigningFields;
-export const ENTRY_SIGNATURE =
-  "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nTYwxSzLgqwHpF1ZwUa0iMiGZ3iBjZ7xQknXpjhgvIAw";
+export const ENTRY_SIGNATURE = "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nTYwxSzLgqwHpF1ZwUa0iMiGZ3iBjZ7xQknXpjhgvIAw";

@@ -73,14 +73,12 @@ function connectClient(protocol: "connect" | "grpc-web", baseUrl: string): RawWr
   return {
     create: (entry, authorization) =>
       call(
-        (headers) =>
-          client.createEntry(fromJson(RegistryService.method.createEntry.input, { entry } as JsonValue), { headers }),
+        (headers) => client.createEntry(fromJson(RegistryService.method.createEntry.input, { entry } as JsonValue), { headers }),
         authorization,
       ),
     revoke: (did, body, authorization) =>
       call(
-        (headers) =>
-          client.revokeEntry(fromJson(RegistryService.method.revokeEntry.input, { did, ...body }), { headers }),
+        (headers) => client.revokeEntry(fromJson(RegistryService.method.revokeEntry.input, { did, ...body }), { headers }),
         authorization,
       ),
     close() {},

@@ -20,10 +20,7 @@ export interface TestRegistry {
 /** Quiet by default; REGISTRY_TEST_LOG=1 shows the server's log. */
 const logger = createLogger(process.env.REGISTRY_TEST_LOG === "1" ? undefined : () => {});
 
-export async function startTestRegistry(
-  database: Database,
-  overrides: Partial<RegistryConfig> = {},
-): Promise<TestRegistry> {
+export async function startTestRegistry(database: Database, overrides: Partial<RegistryConfig> = {}): Promise<TestRegistry> {
   // Rate limits are off unless a test asks for them: suites fire many reads, writes and token
   // requests (accessToken below) from one address and one publisher.
   const limitsOff = { rateLimitRps: 0, writeRateLimitRps: 0, tokenRateLimitRps: 0 };

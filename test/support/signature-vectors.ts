@@ -3,5 +3,4 @@
  * read, and then verifies nothing an honest key signed. [S]B = R + [k]A holds for every message
  * when A is the identity, which is why docs/signatures.md calls it the universal signature.
  */
-export const BASE_POINT_SIGNATURE =
-  "ed25519:WGZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmYBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+export const BASE_POINT_SIGNATURE = "ed25519:WGZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmZmYBAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";

@@ -22,7 +22,10 @@ const logLines: string[] = [];
 beforeAll(async () => {
   db = await createTestDatabase();
   const config = loadConfig({}, { port: 0, host: "127.0.0.1", rateLimitRps: 0, writeRateLimitRps: 0, tokenRateLimitRps: 0 });
-  registry = await startRegistry({ ...config, authUrl: "http://registry.test" }, { logger: createLogger((line) => logLines.push(line)), database: db.database });
+  registry = await startRegistry(
+    { ...config, authUrl: "http://registry.test" },
+    { logger: createLogger((line) => logLines.push(line)), database: db.database },
+  );
 });
 
 afterAll(async () => {

@@ -392,6 +392,12 @@ describe("appending", () => {
     };
     await appendLeaves(13, [hasher.leafHash(many[13]!)], reader, hasher);
     // 13 = 8 + 4 + 1: the subtrees of leaves 0-7, 8-11 and 12.
-    expect(calls).toEqual([[{ level: 3, index: 0 }, { level: 2, index: 2 }, { level: 0, index: 12 }]]);
+    expect(calls).toEqual([
+      [
+        { level: 3, index: 0 },
+        { level: 2, index: 2 },
+        { level: 0, index: 12 },
+      ],
+    ]);
   });
 });

@@ -24,7 +24,12 @@ const goSigner = () => {
 };
 
 const nodeVerify = (publicKey: Uint8Array, message: Uint8Array, signature: Uint8Array): boolean =>
-  verify(null, message, createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(publicKey).toString("base64url") }, format: "jwk" }), signature);
+  verify(
+    null,
+    message,
+    createPublicKey({ key: { kty: "OKP", crv: "Ed25519", x: Buffer.from(publicKey).toString("base64url") }, format: "jwk" }),
+    signature,
+  );
 
 describe("signed notes, against the Go reference implementation's example", () => {
   it("makes the same key ID, verifier key and signed note, byte for byte", async () => {
@@ -43,7 +48,9 @@ describe("signed notes, against the Go reference implementation's example", () =
     const key = parseVerifierKey(GO_VERIFIER_KEY, nodeSha256);
     await expect(openNote(GO_NOTE.replace("problem,", "problem;"), key, nodeVerify, nodeSha256)).rejects.toThrow(/does not verify/);
     await expect(openNote(GO_NOTE.replace("x08go", "x08gp"), key, nodeVerify, nodeSha256)).rejects.toThrow(NoteError);
-    await expect(openNote(GO_NOTE.replace("\u2014 PeterNeumann", "\u2014 Someone"), key, nodeVerify, nodeSha256)).rejects.toThrow(/not signed by/);
+    await expect(openNote(GO_NOTE.replace("\u2014 PeterNeumann", "\u2014 Someone"), key, nodeVerify, nodeSha256)).rejects.toThrow(
+      /not signed by/,
+    );
     await expect(openNote(GO_TEXT, key, nodeVerify, nodeSha256)).rejects.toThrow(NoteError);
     await expect(openNote(GO_NOTE.replace("\n\n", "\n\u0007\n"), key, nodeVerify, nodeSha256)).rejects.toThrow(NoteError);
     expect(() => parseVerifierKey(GO_VERIFIER_KEY.replace("c74f20a3", "c74f20a4"), nodeSha256)).toThrow(/ID does not match/);
@@ -75,7 +82,13 @@ describe("checkpoints", () => {
 
   it("refuses a size with a sign or leading zero, a short root, a missing origin", () => {
     const root = Buffer.alloc(32, 1).toString("base64");
-    for (const text of [`o\n-1\n${root}\n`, `o\n01\n${root}\n`, `o\n1\n${Buffer.alloc(31).toString("base64")}\n`, `\n1\n${root}\n`, `o\n1\n${root}`]) {
+    for (const text of [
+      `o\n-1\n${root}\n`,
+      `o\n01\n${root}\n`,
+      `o\n1\n${Buffer.alloc(31).toString("base64")}\n`,
+      `\n1\n${root}\n`,
+      `o\n1\n${root}`,
+    ]) {
       expect(() => parseCheckpoint(text), JSON.stringify(text)).toThrow(NoteError);
     }
   });

@@ -138,15 +138,26 @@ describe("the transparency log", () => {
     await publish("tlog-a", "1.0.0");
     const key = await getJson("/v1/log/key");
     expect(key.origin).toBe("registry.test/log");
-    const keyId = sha256(Buffer.from("registry.test/log\n"), Uint8Array.of(1), Buffer.from(key.publicKey, "base64")).subarray(0, 4).toString("hex");
-    expect(key.verifierKey).toBe(`registry.test/log+${keyId}+${Buffer.concat([Buffer.of(1), Buffer.from(key.publicKey, "base64")]).toString("base64")}`);
+    const keyId = sha256(Buffer.from("registry.test/log\n"), Uint8Array.of(1), Buffer.from(key.publicKey, "base64"))
+      .subarray(0, 4)
+      .toString("hex");
+    expect(key.verifierKey).toBe(
+      `registry.test/log+${keyId}+${Buffer.concat([Buffer.of(1), Buffer.from(key.publicKey, "base64")]).toString("base64")}`,
+    );
     const checkpoint = await checkpointCoveringAll();
     const opened = openCheckpoint(checkpoint.checkpoint, key.verifierKey);
-    expect(opened).toEqual({ origin: "registry.test/log", size: Number(checkpoint.treeSize), root: Buffer.from(checkpoint.rootHash, "base64") });
+    expect(opened).toEqual({
+      origin: "registry.test/log",
+      size: Number(checkpoint.treeSize),
+      root: Buffer.from(checkpoint.rootHash, "base64"),
+    });
     // Served as C2SP tlog-tiles too, byte for byte.
     expect(await (await fetch(`${url}/checkpoint`)).text()).toBe(checkpoint.checkpoint);
     // A changed signature is refused.
-    const forged = checkpoint.checkpoint.replace(/ (\S)(\S+)\n$/, (_, first: string, rest: string) => ` ${first === "A" ? "B" : "A"}${rest}\n`);
+    const forged = checkpoint.checkpoint.replace(
+      / (\S)(\S+)\n$/,
+      (_, first: string, rest: string) => ` ${first === "A" ? "B" : "A"}${rest}\n`,
+    );
     expect(() => openCheckpoint(forged, key.verifierKey)).toThrow();
   });
 
@@ -169,7 +180,12 @@ describe("the transparency log", () => {
       // The record is the change: same index, kind, entry, latest version and revocation.
       const parsed = JSON.parse(record.toString("utf8"));
       const change = changes[index];
-      expect(parsed).toMatchObject({ index: change.index, kind: change.kind, latestVersion: change.latestVersion, loggedAt: change.loggedAt });
+      expect(parsed).toMatchObject({
+        index: change.index,
+        kind: change.kind,
+        latestVersion: change.latestVersion,
+        loggedAt: change.loggedAt,
+      });
       expect(parsed.entry.entryDid).toBe(change.entry.entryDid);
       expect(parsed.entry.signature).toBe(change.entry.signature);
       expect(parsed.revocation).toEqual(change.revocation ?? null);
@@ -211,7 +227,9 @@ describe("the transparency log", () => {
     }
     expect(records).toHaveLength(width);
     expect(tile.length).toBe(32 * width);
-    records.forEach((record, index) => expect(tile.subarray(32 * index, 32 * (index + 1)).equals(leafHash(record)), `leaf ${index}`).toBe(true));
+    for (const [index, record] of records.entries()) {
+      expect(tile.subarray(32 * index, 32 * (index + 1)).equals(leafHash(record)), `leaf ${index}`).toBe(true);
+    }
     expect((await fetch(`${url}/tile/0/000.p/${width + 1}`)).status).toBe(404);
     expect((await fetch(`${url}/tile/0/0`)).status).toBe(404);
   });
@@ -224,7 +242,11 @@ describe("the transparency log", () => {
     const { root, size } = openCheckpoint(answer.checkpoint, key.verifierKey);
     expect(Number(answer.treeSize)).toBe(size);
     const record = Buffer.from(answer.record, "base64");
-    expect(JSON.parse(record.toString("utf8")).entry).toMatchObject({ entryDid: entry.entryDid, signature: entry.signature, status: "active" });
+    expect(JSON.parse(record.toString("utf8")).entry).toMatchObject({
+      entryDid: entry.entryDid,
+      signature: entry.signature,
+      status: "active",
+    });
     const proof = (answer.proof ?? []).map((hash: string) => Buffer.from(hash, "base64"));
     expect(rootFromInclusion(Number(answer.index), size, leafHash(record), proof)?.equals(root)).toBe(true);
   });

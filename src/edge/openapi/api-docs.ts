@@ -42,7 +42,8 @@ const RENDERER_MAX_AGE = "public, max-age=86400";
  * may frame (clickjacking); X-Frame-Options for browsers that predate frame-ancestors.
  */
 const HTML_HEADERS: Readonly<ResponseHeaders> = Object.freeze({
-  "content-security-policy": "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'",
   "x-frame-options": "DENY",
 });
 
@@ -54,7 +55,10 @@ export function createApiDocs(document: JsonObject): ApiDocs {
     ["/openapi.json", { contentType: "application/json", cacheControl: REVALIDATE, load: async () => documentBytes }],
     ["/docs", { contentType: "text/html; charset=utf-8", cacheControl: REVALIDATE, load: async () => Buffer.from(PAGE) }],
     ["/docs/init.js", { contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE, load: async () => Buffer.from(INIT) }],
-    ["/docs/swagger-ui.css", { contentType: "text/css; charset=utf-8", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("swagger-ui.css") }],
+    [
+      "/docs/swagger-ui.css",
+      { contentType: "text/css; charset=utf-8", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("swagger-ui.css") },
+    ],
     [
       "/docs/swagger-ui-bundle.js",
       { contentType: "text/javascript; charset=utf-8", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("swagger-ui-bundle.js") },
@@ -79,7 +83,10 @@ export function createApiDocs(document: JsonObject): ApiDocs {
     const headers: ResponseHeaders = { "cache-control": asset.cacheControl, vary: "Accept-Encoding" };
     if (asset.contentType.startsWith("text/html")) Object.assign(headers, HTML_HEADERS);
     if (answerConditionally(exchange, headers, body)) return;
-    const encoding = asset.contentType === "image/png" || body.byteLength < COMPRESS_MIN_BYTES ? undefined : negotiateEncoding(exchange.header("accept-encoding"));
+    const encoding =
+      asset.contentType === "image/png" || body.byteLength < COMPRESS_MIN_BYTES
+        ? undefined
+        : negotiateEncoding(exchange.header("accept-encoding"));
     headers["content-type"] = asset.contentType;
     headers.etag = codedEntityTag(headers.etag as string, encoding);
     if (encoding === undefined) {
@@ -102,7 +109,12 @@ export function createApiDocs(document: JsonObject): ApiDocs {
       if (asset === undefined || (exchange.method !== "GET" && exchange.method !== "HEAD")) return false;
       exchange.observation.quiet = true;
       answer(exchange, path, asset).catch(() => {
-        if (!exchange.done) exchange.respond(500, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }, Buffer.from("docs unavailable\n"));
+        if (!exchange.done)
+          exchange.respond(
+            500,
+            { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
+            Buffer.from("docs unavailable\n"),
+          );
       });
       return true;
     },

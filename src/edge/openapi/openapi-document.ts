@@ -91,7 +91,7 @@ export function createOpenApiDocument(options: OpenApiDocumentOptions): JsonObje
 
 /** How a document is written out, to docs/openapi.json and by the server: two-space JSON and a final newline. */
 export function openApiText(document: JsonObject): string {
-  return JSON.stringify(document, null, 2) + "\n";
+  return `${JSON.stringify(document, null, 2)}\n`;
 }
 
 /** A route's path in OpenAPI's syntax: each `{field=pattern}` variable becomes `{field}`. */
@@ -210,7 +210,11 @@ function errorResponses(routes: readonly RestRoute[]): Record<string, JsonValue>
     if (!used.has(status)) continue;
     const headers: JsonObject = { "Cache-Control": { description: "Always no-store.", schema: { type: "string", const: "no-store" } } };
     if (status === "429") {
-      headers["Retry-After"] = { description: "Seconds until a retry can succeed.", required: true, schema: { type: "integer", minimum: 1 } };
+      headers["Retry-After"] = {
+        description: "Seconds until a retry can succeed.",
+        required: true,
+        schema: { type: "integer", minimum: 1 },
+      };
       headers.RateLimit = { $ref: "#/components/headers/RateLimit" };
       headers["RateLimit-Policy"] = { $ref: "#/components/headers/RateLimit-Policy" };
     }
@@ -261,8 +265,11 @@ function errorBodySchemas(detailTypes: readonly DescMessage[], schemas: SchemaCo
         message: { type: "string" },
         details: {
           type: "array",
-          description: "google.protobuf.Any values in their JSON form: an \"@type\" and the detail's fields.",
-          items: detailRefs.length === 0 ? { $ref: "#/components/schemas/ErrorDetail" } : { anyOf: [...detailRefs, { $ref: "#/components/schemas/ErrorDetail" }] },
+          description: 'google.protobuf.Any values in their JSON form: an "@type" and the detail\'s fields.',
+          items:
+            detailRefs.length === 0
+              ? { $ref: "#/components/schemas/ErrorDetail" }
+              : { anyOf: [...detailRefs, { $ref: "#/components/schemas/ErrorDetail" }] },
         },
       },
     },
@@ -307,7 +314,11 @@ const WELL_KNOWN: Record<string, JsonObject> = {
   "google.protobuf.Value": { description: "Any JSON value." },
   "google.protobuf.ListValue": { type: "array", description: "Any JSON array.", items: {} },
   "google.protobuf.Timestamp": { type: "string", format: "date-time" },
-  "google.protobuf.Duration": { type: "string", pattern: "^-?[0-9]+(\\.[0-9]{1,9})?s$", description: 'Seconds with an "s" suffix, e.g. "1.5s".' },
+  "google.protobuf.Duration": {
+    type: "string",
+    pattern: "^-?[0-9]+(\\.[0-9]{1,9})?s$",
+    description: 'Seconds with an "s" suffix, e.g. "1.5s".',
+  },
   "google.protobuf.FieldMask": { type: "string", description: "Comma-separated camelCase field paths." },
   "google.protobuf.Empty": { type: "object" },
   "google.protobuf.Any": { type: "object", required: ["@type"], properties: { "@type": { type: "string" } } },
@@ -352,11 +363,16 @@ class SchemaCollector {
   fieldSchema(field: DescField): JsonValue {
     switch (field.fieldKind) {
       case "list":
-        return { type: "array", items: this.singularSchema(field.listKind === "message" ? field.message : field.listKind === "enum" ? field.enum : field.scalar) };
+        return {
+          type: "array",
+          items: this.singularSchema(field.listKind === "message" ? field.message : field.listKind === "enum" ? field.enum : field.scalar),
+        };
       case "map":
         return {
           type: "object",
-          additionalProperties: this.singularSchema(field.mapKind === "message" ? field.message : field.mapKind === "enum" ? field.enum : field.scalar),
+          additionalProperties: this.singularSchema(
+            field.mapKind === "message" ? field.message : field.mapKind === "enum" ? field.enum : field.scalar,
+          ),
         };
       case "message":
         return this.singularSchema(field.message);
