@@ -13,7 +13,8 @@
  *
  * Usage: node bin/run-ts.js bench/sse-fanout-floor.ts [streams=500] [creates=500] [commitMs=3] [eventBytes=1500]
  *        [--socket] [--chunk=N]
- * (3 ms: about what a create takes the registry with no stream open, so the two bases match).
+ * (commitMs defaults to about what a create takes the registry with no stream open, so the two
+ * bases match: docs/performance.md#change-feed-streams).
  */
 import { fork } from "node:child_process";
 import http from "node:http";

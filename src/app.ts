@@ -107,16 +107,20 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   const tracing = await openTracing(config, options.logger);
   // Lines logged inside a traced call name its trace.
   const logger = tracing === undefined ? options.logger : options.logger.withTrace(tracing.currentTrace);
-  const database = options.database ?? (await openDatabase(databaseOptions(config, logger)));
-  await prepareSchema(config, database).catch(async (error: unknown) => {
-    // An open pool would keep the process alive after it reported the error.
+  const database =
+    options.database ??
+    (await openDatabase(databaseOptions(config, logger)).catch(async (error: unknown) => {
+      await tracing?.close();
+      throw error;
+    }));
+  // An open pool or exporter would keep the process alive after it reported the error.
+  const closeOnFailure = async (error: unknown): Promise<never> => {
     if (options.database === undefined) await database.close();
+    await tracing?.close();
     throw error;
-  });
-  const replicas = await openReplicas(config, database, logger).catch(async (error: unknown) => {
-    if (options.database === undefined) await database.close();
-    throw error;
-  });
+  };
+  await prepareSchema(config, database).catch(closeOnFailure);
+  const replicas = await openReplicas(config, database, logger).catch(closeOnFailure);
   const shutdown = new AbortController();
   // Connect links every call in flight to this signal: one listener each, legitimately many.
   setMaxListeners(0, shutdown.signal);

@@ -164,8 +164,8 @@ function accessLine(record: AccessRecord, time: string, bindings: string): strin
 function standardOutput(): DestinationStream {
   const output = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 1000, contentMode: "buffer" });
   // pino's lines are strings built by concatenation, whose UTF-8 length the buffer's string mode
-  // measures on every write, slowly (about 1.3 µs a line here); a Buffer is flattened and
-  // copied once.
+  // measures on every write, slowly (docs/performance.md#rest-and-the-shared-pipeline); a Buffer
+  // is flattened and copied once.
   return {
     write: (line: string) => void output.write(Buffer.from(line) as unknown as string),
   };

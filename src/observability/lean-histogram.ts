@@ -1,8 +1,9 @@
 /**
  * A Prometheus histogram for the one metric observed on every call. prom-client's Histogram
  * validates the labels, builds and hashes a label string, and finds the bucket through a
- * number-keyed property on every observation: about 1 µs each on this machine, 3% of a REST
- * resolve. Here a series is made once per label set and an observation indexes an array. It
+ * number-keyed property on every observation, a measurable share of a REST resolve
+ * (docs/performance.md#rest-and-the-shared-pipeline). Here a series is made once per label set
+ * and an observation indexes an array. It
  * renders itself in the text exposition format (version 0.0.4), after prom-client's own metrics.
  */
 

@@ -5,8 +5,8 @@ import { ScalarType, toBinary, type DescField, type DescMessage, type JsonValue,
  * answers are made of: strings, bools, 64- and 32-bit integers, repeated strings, nested messages
  * of the same kinds, and google.protobuf.Struct. protobuf-es's toBinary goes through reflection,
  * and a Struct field, which it holds as plain JSON, is turned into Struct and Value messages on
- * every call: an Entry with a small `data` object took 49 µs to encode, against 7-12 µs for its
- * JSON. Written here in two passes (sizes, then bytes into one buffer), it takes as long as the JSON.
+ * every call, which made binary several times dearer than JSON (docs/performance.md#encoding-answers).
+ * Written here in two passes (sizes, then bytes into one buffer), it takes as long as the JSON.
  *
  * The bytes are protobuf-es's, byte for byte (test/edge/fast-binary.test.ts holds them equal over
  * generated messages): fields in number order, implicit-presence fields only when not zero,
