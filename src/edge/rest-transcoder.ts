@@ -20,6 +20,8 @@ import type { HttpRule } from "../../gen/google/api/http_pb.js";
 import { rest_success_status } from "../../gen/registry/v1/rest_options_pb.js";
 import { InvalidArgumentError } from "../errors.js";
 import { decompress, DecompressionError, negotiateEncoding } from "../transport/compression.js";
+import { deepFreeze } from "../domain/deep-freeze.js";
+import { createDecodedRequests } from "./decoded-requests.js";
 import { toConnectError, type ErrorLogger } from "./error-mapping.js";
 import { answerConditionally } from "../transport/http-caching.js";
 import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "../transport/http-exchange.js";
@@ -125,6 +127,10 @@ function patternOf(rule: HttpRule): { method: string; path: string } | undefined
  */
 export function createRestTranscoder(options: RestTranscoderOptions) {
   const routes = routesFromServices(options.services);
+  const bodiless = createDecodedRequests<RestRequest>((decoded) => {
+    deepFreeze(decoded.input);
+    return Object.freeze(decoded);
+  });
 
   async function handle(exchange: HttpExchange): Promise<void> {
     const encoding = negotiateEncoding(exchange.header("accept-encoding"));
@@ -155,13 +161,20 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   }
 
   async function decode(exchange: HttpExchange): Promise<RestRequest> {
+    const key = `${exchange.method} ${exchange.path}?${exchange.query}`;
+    const seen = bodiless.get(key);
+    if (seen !== undefined) {
+      nameCall(exchange, seen.route);
+      return seen;
+    }
     const { route, pathValues } = findRoute(exchange.method, exchange.path);
     // Named before the rest is decoded, so the access line of a bad request says what it called.
-    exchange.observation.method = rpcName(route.target.method);
-    exchange.observation.route = route.name;
+    nameCall(exchange, route);
     const body = route.body === "" ? undefined : await readJsonBody(exchange, options.maxBodyBytes);
     const json = requestJson(route, pathValues, body, new URLSearchParams(exchange.query));
-    return { route, target: route.target, input: messageFromJson(route.target.method.input, json) };
+    const decoded = { route, target: route.target, input: messageFromJson(route.target.method.input, json) };
+    // Only a request without a body is named by its URL alone.
+    return route.body === "" ? bodiless.keep(key, decoded) : decoded;
   }
 
   function findRoute(method: string, path: string): { route: RestRoute; pathValues: Map<string, string> } {
@@ -179,6 +192,11 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   }
 
   return { handle, routes, errorDetailTypes: ERROR_DETAIL_TYPES };
+}
+
+function nameCall(exchange: HttpExchange, route: RestRoute): void {
+  exchange.observation.method = rpcName(route.target.method);
+  exchange.observation.route = route.name;
 }
 
 /** A route's path variables, or undefined when the path is not the route's; a variable that does not decode is the client's error. */

@@ -9,7 +9,8 @@ import { endAdapterExchange, endExchangeKey } from "./feed-stream-guard.js";
 import { createAdapterOutcomeInterceptor, withAdapterObservation } from "./observability.js";
 import { reflectionServiceDescriptors, registerReflection } from "./reflection-service.js";
 import { createRestTranscoder } from "./rest-transcoder.js";
-import { registryMessageCodec } from "./rpc/message-codec.js";
+import { KEPT_READS } from "./method-policies.js";
+import { createRegistryMessageCodec } from "./rpc/message-codec.js";
 import { JSON_WRITE } from "./rpc/reused-encodings.js";
 import { unaryMethodsByPath, type ServedService } from "./served-services.js";
 
@@ -64,6 +65,7 @@ export function createRpcPipelines(options: RpcOptions): RpcPipelines {
     onUnexpectedError: log,
   });
   const described = services.map(({ service }) => service);
+  const codec = createRegistryMessageCodec(KEPT_READS.map(({ method }) => method.input));
   const adapter = connectNodeAdapter({
     routes: (router) => {
       for (const { service, impl } of services) router.service(service, impl as never);
@@ -81,7 +83,7 @@ export function createRpcPipelines(options: RpcOptions): RpcPipelines {
     },
   });
   return {
-    rpc: { invoke, codec: registryMessageCodec, maxBodyBytes, mapError: (error) => toConnectError(error, log) },
+    rpc: { invoke, codec, maxBodyBytes, mapError: (error) => toConnectError(error, log) },
     unaryMethods: unaryMethodsByPath(services),
     adapter,
     adapterPaths: new Set(

@@ -8,7 +8,7 @@ import { createRestTranscoder } from "../../src/edge/rest-transcoder.js";
 import { unaryMethodsByPath, type ServedService } from "../../src/edge/served-services.js";
 import { createUnaryInvoker } from "../../src/transport/unary-invoker.js";
 import { toConnectError } from "../../src/edge/error-mapping.js";
-import { registryMessageCodec } from "../../src/edge/rpc/message-codec.js";
+import { createRegistryMessageCodec } from "../../src/edge/rpc/message-codec.js";
 
 /**
  * The registry's protocol edge (request pipeline, unary invoker, REST transcoder, Connect adapter)
@@ -45,7 +45,7 @@ export async function startEdgeTestServer(
   });
   const handlers = createRequestPipeline({
     corsOrigins: ["*"],
-    rpc: { invoke, codec: registryMessageCodec, maxBodyBytes, mapError: (error) => toConnectError(error, log) },
+    rpc: { invoke, codec: createRegistryMessageCodec([]), maxBodyBytes, mapError: (error) => toConnectError(error, log) },
     unaryMethods: unaryMethodsByPath(services),
     adapterPaths: new Set(services.flatMap(({ service }) => service.methods.map((m) => `/${service.typeName}/${m.name}`))),
     adapter,

@@ -1,6 +1,8 @@
 import { fromBinary, fromJson, type DescMessage, type JsonValue, type Message } from "@bufbuild/protobuf";
+import { deepFreeze } from "../../domain/deep-freeze.js";
 import { InvalidArgumentError } from "../../errors.js";
 import type { MessageCodec } from "../../transport/message-codec.js";
+import { createDecodedRequests, DECODED_REQUEST_KEY_MAX } from "../decoded-requests.js";
 import { findProtoKeyInJson, findProtoKeyInWire } from "../struct-keys.js";
 import { responseBinaryBytes, responseJsonBytes } from "./reused-encodings.js";
 
@@ -53,10 +55,26 @@ export function messageFromBinary<T extends DescMessage>(schema: T, bytes: Uint8
 /**
  * The registry's codec for the RPC protocols: "__proto__" keys refused and bad input named by
  * field (invalid_argument), answers encoded once per message and reused (reused-encodings.ts).
+ * Requests of the `repeated` schemas (reads that are asked for again and again) are decoded once
+ * per distinct body and shared, frozen.
  */
-export const registryMessageCodec: MessageCodec = Object.freeze({
-  readBinary: messageFromBinary,
-  readJson: (schema: DescMessage, bytes: Uint8Array) => messageFromJson(schema, parseJson(decodeUtf8(bytes))),
-  writeBinary: responseBinaryBytes,
-  writeJson: responseJsonBytes,
-});
+export function createRegistryMessageCodec(repeated: readonly DescMessage[]): MessageCodec {
+  const shared = new Set(repeated);
+  const decoded = createDecodedRequests<Message>(deepFreeze);
+  const keyOf = (form: string, schema: DescMessage, bytes: Uint8Array) =>
+    `${form}${schema.typeName} ${Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString("latin1")}`;
+  const readJson = (schema: DescMessage, bytes: Uint8Array) => messageFromJson(schema, parseJson(decodeUtf8(bytes)));
+  const once =
+    (form: string, read: (schema: DescMessage, bytes: Uint8Array) => Message) =>
+    (schema: DescMessage, bytes: Uint8Array): Message => {
+      if (!shared.has(schema) || bytes.byteLength > DECODED_REQUEST_KEY_MAX) return read(schema, bytes);
+      const key = keyOf(form, schema, bytes);
+      return decoded.get(key) ?? decoded.keep(key, read(schema, bytes));
+    };
+  return Object.freeze({
+    readBinary: once("b", messageFromBinary),
+    readJson: once("j", readJson),
+    writeBinary: responseBinaryBytes,
+    writeJson: responseJsonBytes,
+  });
+}
