@@ -13,7 +13,6 @@
  */
 import http from "node:http";
 import { readFileSync } from "node:fs";
-import { fork } from "node:child_process";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
@@ -22,6 +21,7 @@ import { freePort, startChild, stopAllChildren, waitForHttp } from "./child-proc
 import { createPublisher } from "./entry-signer.js";
 import { logSize, postEntry, signedBodies, writeOpenLoop } from "./feed-bench.js";
 import { percentileOfSorted, round } from "./stats.js";
+import { openStreams, type StreamClients } from "./stream-bench.js";
 
 const { values: args, positionals: trees } = parseArgs({
   allowPositionals: true,
@@ -75,32 +75,9 @@ async function accessToken(url: string, root: string): Promise<string> {
   return body.accessToken;
 }
 
-interface Streams {
-  counts(): Promise<number[]>;
-  close(): Promise<void>;
-}
-
-async function openStreams(url: string, count: number): Promise<Streams> {
-  const after = (await logSize(url)) - 1;
-  const child = fork("bin/run-ts.js", ["bench/stream-clients.ts", url, String(count), String(after), "1"], {
-    stdio: ["ignore", "inherit", "inherit", "ipc"],
-  });
-  await new Promise<void>((resolve, reject) => {
-    child.once("message", () => resolve());
-    child.once("exit", (code) => reject(new Error(`stream clients exited with ${code}`)));
-  });
-  return {
-    counts: () =>
-      new Promise((resolve) => {
-        child.once("message", (message) => resolve((message as { counts: number[] }).counts));
-        child.send("counts");
-      }),
-    close: async () => {
-      const exited = new Promise((resolve) => child.once("exit", resolve));
-      child.send("close");
-      await exited;
-    },
-  };
+/** SSE streams at the head of the log, from the stream bench's own client process. */
+async function openStreamsAtHead(url: string, count: number): Promise<StreamClients> {
+  return openStreams(url, count, (await logSize(url)) - 1, 1);
 }
 
 async function oneAtATime(agent: http.Agent, url: string, token: string, bodies: readonly string[]): Promise<number[]> {
@@ -115,7 +92,7 @@ async function oneAtATime(agent: http.Agent, url: string, token: string, bodies:
 }
 
 /** Waits until every stream holds `each` events; the share of the owed events that arrived. */
-async function delivered(streams: Streams, before: number[], each: number): Promise<number> {
+async function delivered(streams: StreamClients, before: number[], each: number): Promise<number> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     const counts = await streams.counts();
@@ -176,7 +153,7 @@ async function runRound(tree: string, root: string, label: string): Promise<Roun
         ? Number.NaN
         : p50((await writeOpenLoop(agent, url, token, signedBodies(publisher, `${tag}-${name}`, rateCreates), rate)).latenciesMs);
     const aloneRate = await atRate("alone-rate");
-    const streams = await openStreams(url, followers);
+    const streams = await openStreamsAtHead(url, followers);
     try {
       await sleep(500);
       const from = since();

@@ -61,13 +61,13 @@ const DELIVERY_GRACE_MS = 30_000;
 const SETTLE_MS = 5_000;
 
 /** SSE streams held by a child process (bench/stream-clients.ts), each counting its events. */
-interface StreamClients {
+export interface StreamClients {
   readonly size: number;
   counts(): Promise<number[]>;
   close(): Promise<void>;
 }
 
-async function openStreams(url: string, count: number, after: number, firstAddress: number): Promise<StreamClients> {
+export async function openStreams(url: string, count: number, after: number, firstAddress: number): Promise<StreamClients> {
   const child = fork("bin/run-ts.js", ["bench/stream-clients.ts", url, String(count), String(after), String(firstAddress)], {
     stdio: ["ignore", "inherit", "inherit", "ipc"],
   });
