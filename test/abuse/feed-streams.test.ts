@@ -7,6 +7,7 @@ import { ChangeFeedService } from "../../gen/registry/v1/change_feed_service_pb.
 import type { RegistryConfig } from "../../src/config.js";
 import { sample } from "../support/metric-samples.js";
 import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
+import { changeLogSize, publishOverRest } from "../support/rest-publishing.js";
 
 /**
  * The change feed's streams as an attacker opens them: more than an address may hold, clients
@@ -49,20 +50,11 @@ async function openStreams(): Promise<number> {
   return sample(text, "registry_change_streams_open");
 }
 
-async function publish(name: string, version: string, dataBytes = 0): Promise<void> {
-  const entry = await setup.publisher.entry(name, version, dataBytes === 0 ? {} : { data: { blob: "x".repeat(dataBytes) } });
-  const response = await fetch(`${url}/v1/entries`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${setup.token}`, "content-type": "application/json" },
-    body: JSON.stringify(entry),
-  });
-  expect(response.status, await response.text()).toBe(201);
+function publish(name: string, version: string, dataBytes = 0): Promise<void> {
+  return publishOverRest(setup, name, version, dataBytes === 0 ? {} : { data: { blob: "x".repeat(dataBytes) } });
 }
 
-async function logSize(): Promise<number> {
-  const response = await fetch(`${url}/v1/changes?limit=1`);
-  return Number(((await response.json()) as { size: string }).size);
-}
+const logSize = () => changeLogSize(url);
 
 /** An SSE stream held open over HTTP/1.1, from `forwardedFor` (through the trusted loopback proxy). */
 interface SseStream {

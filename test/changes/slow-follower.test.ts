@@ -2,6 +2,7 @@ import http from "node:http";
 import http2 from "node:http2";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
+import { changeLogSize, publishOverRest } from "../support/rest-publishing.js";
 
 /**
  * Streams at the head of the log are written each new record as the shared tail reads it. One
@@ -28,20 +29,11 @@ afterAll(async () => {
   await setup?.close();
 });
 
-async function publish(name: string, version: string, dataBytes = DATA_BYTES): Promise<void> {
-  const entry = await setup.publisher.entry(name, version, { data: { blob: "x".repeat(dataBytes) } });
-  const response = await fetch(`${url}/v1/entries`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${setup.token}`, "content-type": "application/json" },
-    body: JSON.stringify(entry),
-  });
-  expect(response.status, await response.text()).toBe(201);
+function publish(name: string, version: string, dataBytes = DATA_BYTES): Promise<void> {
+  return publishOverRest(setup, name, version, { data: { blob: "x".repeat(dataBytes) } });
 }
 
-async function logSize(): Promise<number> {
-  const response = await fetch(`${url}/v1/changes?limit=1`);
-  return Number(((await response.json()) as { size: string }).size);
-}
+const logSize = () => changeLogSize(url);
 
 /** The event ids in an SSE body so far. */
 function ids(body: string): number[] {

@@ -1,6 +1,7 @@
 import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
+import { publishOverRest } from "../support/rest-publishing.js";
 
 /**
  * SSE events are written as HTTP/1.1 chunks framed once per event, straight to the socket; an
@@ -20,15 +21,9 @@ afterAll(async () => {
   await setup?.close();
 });
 
-async function publish(name: string, version: string): Promise<void> {
+function publish(name: string, version: string): Promise<void> {
   // Non-ASCII text: a chunk's size counts bytes, not characters.
-  const entry = await setup.publisher.entry(name, version, { data: { note: "é ✓ 𝄞".repeat(50) } });
-  const response = await fetch(`${url.origin}/v1/entries`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${setup.token}`, "content-type": "application/json" },
-    body: JSON.stringify(entry),
-  });
-  expect(response.status, await response.text()).toBe(201);
+  return publishOverRest(setup, name, version, { data: { note: "é ✓ 𝄞".repeat(50) } });
 }
 
 /** The raw bytes of a stream's answer until `done(bytes)` holds, then the connection is closed. */
