@@ -159,19 +159,18 @@ export function protocolRows(did: string, concurrency: Concurrency): ProtocolRow
     body: grpcEnvelope(requestBinary),
     check: checks.grpcWeb,
   };
+  // The REST resolve, asked of the registry and of the bare node:http floor alike.
+  const restGet = {
+    transport: "h1",
+    rpc: false,
+    method: "GET",
+    path: restPath,
+    headers: {},
+    shape: h1,
+    check: checks.restJson,
+  } as const;
   return [
-    {
-      key: "rest",
-      label: "REST, HTTP/1.1",
-      target: "registry",
-      transport: "h1",
-      rpc: false,
-      method: "GET",
-      path: restPath,
-      headers: {},
-      shape: h1,
-      check: checks.restJson,
-    },
+    { key: "rest", label: "REST, HTTP/1.1", target: "registry", ...restGet },
     { key: "connect-json-h1", label: "Connect JSON, HTTP/1.1", transport: "h1", shape: h1, ...connectJson },
     { key: "connect-json-h2c", label: "Connect JSON, h2c", transport: "h2c", shape: h2c, ...connectJson },
     { key: "connect-proto-h1", label: "Connect binary, HTTP/1.1", transport: "h1", shape: h1, ...connectProto },
@@ -188,18 +187,7 @@ export function protocolRows(did: string, concurrency: Concurrency): ProtocolRow
       body: grpcEnvelope(requestBinary),
       check: checks.grpc,
     },
-    {
-      key: "floor-http",
-      label: "floor: bare node:http, HTTP/1.1",
-      target: "http-floor",
-      transport: "h1",
-      rpc: false,
-      method: "GET",
-      path: restPath,
-      headers: {},
-      shape: h1,
-      check: checks.restJson,
-    },
+    { key: "floor-http", label: "floor: bare node:http, HTTP/1.1", target: "http-floor", ...restGet },
     {
       key: "floor-http2",
       label: "floor: bare node:http2 streams, h2c",
