@@ -161,8 +161,10 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
   }
 
   async function decode(exchange: HttpExchange): Promise<RestRequest> {
-    const key = `${exchange.method} ${exchange.path}?${exchange.query}`;
-    const seen = bodiless.get(key);
+    // Reads are what is asked again; a write pays no key.
+    const read = exchange.method === "GET" || exchange.method === "HEAD";
+    const key = read ? `${exchange.method} ${exchange.path}?${exchange.query}` : undefined;
+    const seen = key === undefined ? undefined : bodiless.get(key);
     if (seen !== undefined) {
       nameCall(exchange, seen.route);
       return seen;
@@ -174,7 +176,7 @@ export function createRestTranscoder(options: RestTranscoderOptions) {
     const json = requestJson(route, pathValues, body, new URLSearchParams(exchange.query));
     const decoded = { route, target: route.target, input: messageFromJson(route.target.method.input, json) };
     // Only a request without a body is named by its URL alone.
-    return route.body === "" ? bodiless.keep(key, decoded) : decoded;
+    return key !== undefined && route.body === "" ? bodiless.keep(key, decoded) : decoded;
   }
 
   function findRoute(method: string, path: string): { route: RestRoute; pathValues: Map<string, string> } {
