@@ -4,7 +4,7 @@
  */
 import { generateKeyPairSync, sign, type KeyObject } from "node:crypto";
 import { didFromEd25519Key } from "../src/domain/did-key.js";
-import { entrySigningPayload, type EntrySigningFields } from "../src/domain/signing-payload.js";
+import { ENTRY_PAYLOAD_TYPE_V2, entrySigningPayload, type EntrySigningFields } from "../src/domain/signing-payload.js";
 
 export interface BenchPublisher {
   readonly did: string;
@@ -37,9 +37,13 @@ export function signedEntry(publisher: BenchPublisher, name: string, version: st
     publishedAt,
     description: `The ${name} skill: searches the web and summarises what it finds.`,
     tags: ["search", "web", "bench"],
-    data: { license: "MIT", homepage: `https://example.com/skills/${name}`, runtime: { node: ">=20" } },
+    data: { runtime: { node: ">=20" } },
     contentHash: `sha256:${"ab".repeat(32)}`,
     bondAmount: "100 USDC",
+    homepage: `https://example.com/skills/${name}`,
+    repository: `https://git.example.com/skills/${name}`,
+    license: "MIT",
+    payloadType: ENTRY_PAYLOAD_TYPE_V2,
   };
   const signature = sign(null, entrySigningPayload(unsigned), publisher.privateKey);
   return { ...unsigned, signature: `ed25519:${signature.toString("base64url")}` };

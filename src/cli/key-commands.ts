@@ -4,7 +4,7 @@ import { parseArgs } from "node:util";
 import { joinOptionValues } from "./option-values.js";
 import { terminal } from "./terminal-text.js";
 import { fieldSpec, PUBLISHER_FIELDS, type FieldKind } from "../domain/entry-fields.js";
-import type { EntrySigningFields } from "../domain/signing-payload.js";
+import { ENTRY_PAYLOAD_TYPE_V2, type EntrySigningFields } from "../domain/signing-payload.js";
 import {
   decodePrivateKey,
   encodeBase64url,
@@ -113,8 +113,10 @@ async function signEntryCommand(args: string[], io: KeyCommandIo): Promise<numbe
         "the registry would refuse the signature",
     );
   }
-  // Spread keeps every field as written (publishedAt too: the payload normalises it, not the file).
-  printJson(io, { ...entry, signature: await signEntry(entry, key.privateKey) });
+  // Spread keeps every field as written (publishedAt too: the payload normalises it, not the file);
+  // the body names its payload, v2 unless the file chose.
+  const body = { ...entry, payloadType: entry.payloadType ?? ENTRY_PAYLOAD_TYPE_V2 };
+  printJson(io, { ...body, signature: await signEntry(body, key.privateKey) });
   return EXIT_OK;
 }
 

@@ -1,14 +1,22 @@
 /**
  * The fields of an entry, declared once. Everything that lists them derives from this table: the
- * stored and valid entry types, the row mapper and the create function's arguments, the query
+ * stored and valid entry types, the row mapper and the create function's record, the query
  * language's columns, the structured conditions' field names, the JSON names of query results,
- * the fields a publisher must not send, and the CLI's manifest checks. Pure: no I/O.
+ * the fields a publisher must not send, the v2 signing payload and the SDK's log verifier, the
+ * optional text fields' rules, and the CLI's manifest checks. Pure: no I/O.
  *
- * Adding a field means a row here, its column in a migration, its proto field (a test holds the
- * two in step), and, for a field a publisher sets, its rule in entry-rules.ts. The signing payload
- * is the exception on purpose: it is a versioned wire format (signing-payload.ts), so a new
- * signed field is a deliberate change of that format, and a test says when the two disagree.
+ * Adding an optional publisher field means a row here (with `since` and its `textRule`), its
+ * column in a migration, and its proto field (a test holds the two in step): docs/architecture.md
+ * lists the files. `registry.entry.v1` is the exception on purpose: a frozen format that never
+ * gains a field (signing-payload.ts).
  */
+
+/** The signed entry payloads; a create that names none is `registry.entry.v1`, so older clients keep working. */
+export const ENTRY_PAYLOAD_TYPES = ["registry.entry.v1", "registry.entry.v2"] as const;
+export type EntryPayloadType = (typeof ENTRY_PAYLOAD_TYPES)[number];
+
+/** How an optional publisher text field is checked; each rule is implemented in text-rules.ts. */
+export type TextRule = "https-url" | "spdx-expression";
 
 /** How a field's values compare in discovery, which decides the operators and literals it accepts. */
 export type FieldKind = "text" | "semver" | "time" | "number" | "amount" | "tags" | "boolean" | "status" | "json";
@@ -36,6 +44,12 @@ export interface EntryFieldSpec {
   readonly queryable: boolean;
   /** Part of the signed payload (signing-payload.ts). */
   readonly signed?: boolean;
+  /** The first payload version that signs it (2: `registry.entry.v2`); absent, every version does. */
+  readonly since?: 2;
+  /** The rule an optional publisher text field's value must pass when not empty. */
+  readonly textRule?: TextRule;
+  /** What a stored state written before the field existed holds for it (older log records). */
+  readonly absentAs?: string;
   /** Stored as NULL when absent (revocations); absent text is stored as '' instead. */
   readonly nullable?: boolean;
   /** The column that orders a SemVer field by precedence. */
@@ -80,6 +94,45 @@ export const ENTRY_FIELDS = [
   { name: "revokedAt", column: "revoked_at", kind: "time", setBy: "registry", queryable: true, nullable: true },
   { name: "revocationReason", column: "revocation_reason", kind: "text", setBy: "registry", queryable: false, nullable: true },
   { name: "isLatest", column: "is_latest", kind: "boolean", setBy: "registry", queryable: true },
+  {
+    name: "homepage",
+    column: "homepage",
+    kind: "text",
+    setBy: "publisher",
+    queryable: true,
+    signed: true,
+    since: 2,
+    textRule: "https-url",
+  },
+  {
+    name: "repository",
+    column: "repository",
+    kind: "text",
+    setBy: "publisher",
+    queryable: true,
+    signed: true,
+    since: 2,
+    textRule: "https-url",
+  },
+  {
+    name: "license",
+    column: "license",
+    kind: "text",
+    setBy: "publisher",
+    queryable: true,
+    signed: true,
+    since: 2,
+    textRule: "spdx-expression",
+  },
+  {
+    name: "payloadType",
+    column: "payload_type",
+    kind: "text",
+    setBy: "publisher",
+    queryable: true,
+    signed: true,
+    absentAs: "registry.entry.v1",
+  },
 ] as const satisfies readonly EntryFieldSpec[];
 
 export type EntryField = (typeof ENTRY_FIELDS)[number];

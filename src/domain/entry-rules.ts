@@ -1,10 +1,19 @@
 import { ViolationList } from "../errors.js";
-import type { EntryInputFields, PublishedFields } from "./entry-fields.js";
+import {
+  ENTRY_FIELDS,
+  ENTRY_PAYLOAD_TYPES,
+  fieldSpec,
+  type EntryField,
+  type EntryInputFields,
+  type EntryPayloadType,
+  type PublishedFields,
+} from "./entry-fields.js";
 import { ed25519KeyFromDid } from "./did-key.js";
 import { parseEntryDid } from "./entry-did.js";
 import { parseSignature } from "./ed25519-signature.js";
 import { parseVersion } from "./semver-order.js";
 import { formatFieldPath, jsonValueProblems, textProblem } from "./json-input.js";
+import { TEXT_RULES } from "./text-rules.js";
 
 /** An entry as a publisher sends it: every field may be missing or malformed. */
 export type EntryInput = EntryInputFields & {
@@ -110,6 +119,9 @@ export function validateEntry(input: EntryInput, options: EntryRulesOptions): Va
     );
   }
 
+  const payloadType = checkPayloadType(input, violations);
+  const optionalTexts = checkOptionalTexts(input, payloadType, violations);
+
   const signature = parseSignature(input.signature ?? "");
   if ("error" in signature) violations.add("signature", signature.error);
 
@@ -133,9 +145,42 @@ export function validateEntry(input: EntryInput, options: EntryRulesOptions): Va
     data: input.data ?? {},
     contentHash,
     bondAmount,
+    ...optionalTexts,
+    payloadType,
     signature: input.signature ?? "",
     signatureBytes: signature as Uint8Array,
   };
+}
+
+/** Unset means v1, so clients written before v2 existed keep publishing unchanged. */
+function checkPayloadType(input: EntryInput, violations: ViolationList): EntryPayloadType {
+  const payloadType = input.payloadType ?? "";
+  if (payloadType === "") return "registry.entry.v1";
+  if ((ENTRY_PAYLOAD_TYPES as readonly string[]).includes(payloadType)) return payloadType as EntryPayloadType;
+  violations.add("payloadType", `must be one of: ${ENTRY_PAYLOAD_TYPES.join(", ")}`);
+  return "registry.entry.v1";
+}
+
+/** The catalogue's fields with a text rule: "" when absent, checked when set, and only under a payload that signs them. */
+const OPTIONAL_TEXT_FIELDS = ENTRY_FIELDS.filter((field) => fieldSpec(field).textRule !== undefined);
+
+type OptionalTexts = { readonly [F in EntryField as F extends { readonly textRule: string } ? F["name"] : never]: string };
+
+function checkOptionalTexts(input: EntryInput, payloadType: EntryPayloadType, violations: ViolationList): OptionalTexts {
+  const texts: Record<string, string> = {};
+  for (const field of OPTIONAL_TEXT_FIELDS) {
+    const value: unknown = input[field.name as keyof EntryInput] ?? "";
+    texts[field.name] = typeof value === "string" ? value : "";
+    if (typeof value !== "string") violations.add(field.name, "must be a string");
+    else if (value === "") continue;
+    else if (fieldSpec(field).since === 2 && payloadType === "registry.entry.v1") {
+      violations.add(field.name, "is not signed by registry.entry.v1: sign registry.entry.v2 to set it");
+    } else {
+      const problem = textProblem(value) ?? TEXT_RULES[fieldSpec(field).textRule ?? "https-url"](value);
+      if (problem !== undefined) violations.add(field.name, problem);
+    }
+  }
+  return texts as OptionalTexts;
 }
 
 function parsePublishedAt(text: string, now: Date): Date | { error: string } {

@@ -93,8 +93,12 @@ export {
   entrySigningPayload,
   /** RFC 8785 canonical bytes of the revoke payload: what `signRevocation` signs. */
   revocationSigningPayload,
-  /** `"registry.entry.v1"`, the create payload's `payloadType`. */
+  /** `"registry.entry.v1"`: the create payload of every field, what a create that names no `payloadType` is read as. */
   ENTRY_PAYLOAD_TYPE,
+  /** `"registry.entry.v2"`: the create payload of the fields that are set, what `publish` signs unless told otherwise. */
+  ENTRY_PAYLOAD_TYPE_V2,
+  /** Thrown when a v1 entry sets a field only v2 signs. */
+  UnsignedFieldError,
   /** `"registry.revoke.v1"`, the revoke payload's `payloadType`. */
   REVOKE_PAYLOAD_TYPE,
   /** The publisher-set entry fields a signature covers. */

@@ -1,4 +1,6 @@
 import { sha256 } from "@noble/hashes/sha2.js";
+import { ENTRY_FIELDS, fieldSpec } from "../domain/entry-fields.js";
+import type { EntrySigningFields } from "../domain/signing-payload.js";
 import { parseCheckpoint } from "../transparency/checkpoint.js";
 import { createMerkleHasher, type Sha256 } from "../transparency/merkle.js";
 import { openNote, parseVerifierKey, type NoteKey } from "../transparency/signed-note.js";
@@ -121,21 +123,7 @@ export function parseLogRecord(bytes: Uint8Array): LogRecord {
  */
 export async function verifyRecordSignatures(record: LogRecord): Promise<void> {
   const entry = record.entry;
-  const signed = await verifyEntrySignature(
-    {
-      entryDid: entry.entryDid,
-      entryType: entry.entryType,
-      version: entry.version,
-      publisherDid: entry.publisherDid,
-      publishedAt: entry.publishedAt,
-      description: entry.description,
-      tags: entry.tags,
-      data: entry.data ?? {},
-      contentHash: entry.contentHash,
-      bondAmount: entry.bondAmount,
-    },
-    entry.signature,
-  ).catch(() => false);
+  const signed = await verifyEntrySignature(signedFieldsOf(entry), entry.signature).catch(() => false);
   if (!signed) throw new LogVerificationError(`record ${record.index}: the publisher's signature over the entry does not verify`);
   const revocation = record.revocation;
   if (revocation !== null && revocation.signature !== "") {
@@ -144,6 +132,18 @@ export async function verifyRecordSignatures(record: LogRecord): Promise<void> {
     }
   }
 }
+
+/**
+ * The signed fields of a logged entry, by the catalogue: records logged before a field existed
+ * lack it, and a record that names no payload type was signed as v1.
+ */
+function signedFieldsOf(entry: Record<string, unknown>): EntrySigningFields {
+  const fields: Record<string, unknown> = {};
+  for (const field of SIGNED_FIELDS) fields[field.name] = entry[field.name] ?? undefined;
+  return fields as unknown as EntrySigningFields;
+}
+
+const SIGNED_FIELDS = ENTRY_FIELDS.filter((field) => fieldSpec(field).signed === true);
 
 /** Checks that a newer checkpoint extends an older one (RFC 9162 consistency); both must be verified already. */
 export function verifyCheckpointsConsistent(older: VerifiedCheckpoint, newer: VerifiedCheckpoint, proof: readonly Uint8Array[]): void {

@@ -8,7 +8,7 @@ import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
 import { TransparencyLogService } from "../../gen/registry/v1/transparency_log_service_pb.js";
 import { parseLogKey, verifyEntryProof, type LogRecord, type VerifiedCheckpoint } from "./log-verifier.js";
 import { fieldSpec, PUBLISHER_FIELDS, type FieldKind } from "../domain/entry-fields.js";
-import type { EntrySigningFields } from "../domain/signing-payload.js";
+import { ENTRY_PAYLOAD_TYPE_V2, type EntrySigningFields } from "../domain/signing-payload.js";
 import { createAccessTokens, type RegistryAuth } from "./access-tokens.js";
 import { mappingErrors, RegistryClientError } from "./client-error.js";
 import { signEntry, signRevocation, type KeyPair } from "./signing.js";
@@ -27,7 +27,10 @@ export interface RegistryClientBaseOptions {
   readonly clock?: () => number;
 }
 
-/** The fields a publisher sets: what the signature covers. Nothing is filled in for the caller. */
+/**
+ * The fields a publisher sets: what the signature covers. Nothing is filled in for the caller but
+ * `payloadType`, which is `registry.entry.v2` unless set.
+ */
 export type EntryInput = EntrySigningFields;
 
 /** The key that signs: a key pair, or its 32-byte private seed. */
@@ -196,7 +199,8 @@ export function createClientOverTransport(
   }
 
   return {
-    async publish(entry, call) {
+    async publish(input, call) {
+      const entry: EntryInput = { ...input, payloadType: input.payloadType ?? ENTRY_PAYLOAD_TYPE_V2 };
       const privateKey = signingSeed(call.key, entry.publisherDid);
       const signature = await signEntry(entry, privateKey);
       const bearer = call.token ?? (await accessTokens.forEntryType(() => entry.entryType));

@@ -1,4 +1,4 @@
-import { ENTRY_FIELDS, type EntryField, type FieldKind } from "../domain/entry-fields.js";
+import { ENTRY_FIELDS, fieldSpec, type EntryField, type FieldKind } from "../domain/entry-fields.js";
 import type { ValidEntry } from "../domain/entry-rules.js";
 import type { EntryStatus, EntryVersionSummary, StoredEntry } from "../entries/entry-repository.js";
 
@@ -34,9 +34,8 @@ interface StorageColumns {
 export type EntryRow = CatalogueColumns & StorageColumns;
 
 /**
- * The arguments of registry_create_entry (migration 0003), by name: every column the publisher's
- * entry fills. The function is called with named arguments built from these keys, and a test
- * holds them to the function's signature in the database.
+ * The record registry_create_entry takes (migration 0016), by column: every column the publisher's
+ * entry fills. A test holds these keys to the table's columns.
  */
 export type CreateEntryArguments = Omit<EntryRow, RegistryColumn>;
 type RegistryColumn = Extract<EntryField, { setBy: "registry" }>["column"];
@@ -53,11 +52,15 @@ const FROM_COLUMN: { readonly [K in FieldKind]: (value: ColumnValues[K]) => unkn
   json: (value) => value,
 };
 
-/** A stored entry from its row: one conversion per catalogue field. */
+/**
+ * A stored entry from its row: one conversion per catalogue field. States logged before a text
+ * field existed lack its column; they read as what the migration that added it gave older rows.
+ */
 export function entryFromRow(row: EntryRow): StoredEntry {
   const entry: Record<string, unknown> = {};
   for (const field of ENTRY_FIELDS) {
-    const value = row[field.column];
+    const value: unknown =
+      row[field.column] ?? (field.kind === "text" && !fieldSpec(field).nullable ? (fieldSpec(field).absentAs ?? "") : null);
     entry[field.name] = value === null ? null : (FROM_COLUMN[field.kind] as (value: unknown) => unknown)(value);
   }
   return entry as StoredEntry;

@@ -1,5 +1,4 @@
 import type { Knex } from "knex";
-import { ENTRY_FIELDS, fieldByColumn } from "../domain/entry-fields.js";
 import type { ValidEntry } from "../domain/entry-rules.js";
 import { parseVersion } from "../domain/semver-order.js";
 import type { EntryOwner, EntryRepository, Revocation, StoredEntry } from "../entries/entry-repository.js";
@@ -7,15 +6,7 @@ import { AlreadyExistsError, PermissionDeniedError } from "../errors.js";
 import { ENTRY_CHANGES_CHANNEL } from "./change-feed.js";
 import { isUniqueViolation, translateDriverErrors } from "./driver-errors.js";
 import { preparedQuery } from "./prepared-query.js";
-import {
-  createArgumentsOf,
-  createdRow,
-  entryFromRow,
-  VERSION_SUMMARY_COLUMNS,
-  versionSummaryFromRow,
-  type CreateEntryArguments,
-  type EntryRow,
-} from "./entry-row.js";
+import { createArgumentsOf, createdRow, entryFromRow, VERSION_SUMMARY_COLUMNS, versionSummaryFromRow, type EntryRow } from "./entry-row.js";
 
 export function createKnexEntryRepository(knex: Knex): EntryRepository {
   return {
@@ -66,23 +57,8 @@ function versionKey(version: string): string {
   return parsed.sortKey;
 }
 
-/**
- * The create call, with named arguments (`p_<column> => $n`) in the order of CREATE_ARGUMENT_COLUMNS,
- * so the TypeScript side and the function agree by name rather than by position.
- */
-export const CREATE_ARGUMENT_COLUMNS: readonly (keyof CreateEntryArguments)[] = [
-  ...ENTRY_FIELDS.filter((field) => field.setBy !== "registry").map((field) => field.column as keyof CreateEntryArguments),
-  "version_key",
-  "is_prerelease",
-  "bond_value",
-  "bond_unit",
-];
-const CREATE_ENTRY_SQL = `select * from registry_create_entry(${CREATE_ARGUMENT_COLUMNS.map((column, i) => `p_${column} => $${i + 1}`).join(", ")})`;
-
-/** jsonb arguments go as JSON text rather than leaving the driver to guess (pg would send an array as a Postgres array). */
-function argumentValue(column: string, value: unknown): unknown {
-  return fieldByColumn(column)?.kind === "json" ? JSON.stringify(value) : value;
-}
+/** The whole new row as one jsonb record, named by column (migration 0016), so a new field needs no new argument. */
+const CREATE_ENTRY_SQL = "select * from registry_create_entry($1::jsonb)";
 
 /** One round trip: the whole create transaction is registry_create_entry (migration 0003). */
 async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> {
@@ -92,7 +68,7 @@ async function createEntry(knex: Knex, entry: ValidEntry): Promise<StoredEntry> 
       knex,
       "registry_create_entry",
       CREATE_ENTRY_SQL,
-      CREATE_ARGUMENT_COLUMNS.map((column) => argumentValue(column, created[column])),
+      [JSON.stringify(created)],
     );
     if (assigned === undefined) throw new Error("registry_create_entry returned no row");
     return entryFromRow(createdRow(created, { sequence: assigned.assigned_sequence, isLatest: assigned.made_latest }));

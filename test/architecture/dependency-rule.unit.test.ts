@@ -38,7 +38,7 @@ const DRIVER_PACKAGES = ["knex", "pg", "@electric-sql/pglite", "redis", "@redis"
 const TRANSPORT_PACKAGES = ["@connectrpc/connect", "@bufbuild/protobuf"];
 
 /** Libraries that only compute; the domain may use these and no other package. */
-const PURE_PACKAGES = ["@noble/ed25519", "@scure/base", "canonicalize", "semver"];
+const PURE_PACKAGES = ["@noble/ed25519", "@scure/base", "canonicalize", "semver", "spdx-expression-parse"];
 
 /**
  * The domain is deterministic: node:crypto for hashing, HMAC, constant-time comparison, key parsing

@@ -4,7 +4,7 @@ import { EntrySchema } from "../../gen/registry/v1/entry_pb.js";
 import { ENTRY_FIELDS, type FieldKind, fieldSpec, MESSAGE_FIELDS } from "../../src/domain/entry-fields.js";
 import { checkQuery } from "../../src/discovery/query-language/columns.js";
 import { parseQuery } from "../../src/discovery/query-language/parser.js";
-import { entrySigningPayload } from "../../src/domain/signing-payload.js";
+import { entrySigningPayload, UnsignedFieldError, type EntrySigningFields } from "../../src/domain/signing-payload.js";
 import { structuredQuery } from "../../src/discovery/structured-conditions.js";
 
 /**
@@ -62,25 +62,61 @@ describe("the field catalogue", () => {
     expect(fromCatalogue).toEqual(fromProto);
   });
 
-  it("signs exactly the fields marked signed: the payload is a versioned format, changed on purpose", () => {
-    const payload = JSON.parse(
-      new TextDecoder().decode(
-        entrySigningPayload({
-          entryDid: "did:reg:main:skill:a@1.0.0",
-          entryType: "skill",
-          version: "1.0.0",
-          publisherDid: "did:key:z6Mk",
-          publishedAt: "2026-01-01T00:00:00Z",
-          contentHash: `sha256:${"0".repeat(64)}`,
-        }),
-      ),
-    ) as Record<string, unknown>;
-    const signedNames = ENTRY_FIELDS.filter((field) => fieldSpec(field).signed === true).map((field) => field.name);
-    expect(
-      Object.keys(payload)
-        .filter((key) => key !== "payloadType")
-        .sort(),
-    ).toEqual([...signedNames].sort());
+  const required = {
+    entryDid: "did:reg:main:skill:a@1.0.0",
+    entryType: "skill",
+    version: "1.0.0",
+    publisherDid: "did:key:z6Mk",
+    publishedAt: "2026-01-01T00:00:00Z",
+    contentHash: `sha256:${"0".repeat(64)}`,
+  };
+  const everyOptional = {
+    description: "d",
+    tags: ["t"],
+    data: { k: 1 },
+    bondAmount: "1 USDC",
+    homepage: "https://example.com",
+    repository: "https://example.com/git",
+    license: "MIT",
+  };
+  const signedNames = ENTRY_FIELDS.filter((field) => fieldSpec(field).signed === true).map((field) => field.name);
+  const payloadKeys = (fields: EntrySigningFields) =>
+    Object.keys(JSON.parse(new TextDecoder().decode(entrySigningPayload(fields))) as object).sort();
+
+  it("signs, in v1, exactly the fields it always signed: a frozen format", () => {
+    const v1Names = ENTRY_FIELDS.filter((field) => fieldSpec(field).signed === true && fieldSpec(field).since === undefined).map(
+      (field) => field.name,
+    );
+    expect(payloadKeys(required)).toEqual([...v1Names].sort());
+    expect(v1Names.sort()).toEqual(
+      [
+        "payloadType",
+        "entryDid",
+        "entryType",
+        "version",
+        "publisherDid",
+        "publishedAt",
+        "description",
+        "tags",
+        "data",
+        "contentHash",
+        "bondAmount",
+      ].sort(),
+    );
+  });
+
+  it("signs, in v2, every field marked signed that is set, and leaves out the empty ones", () => {
+    expect(payloadKeys({ ...required, ...everyOptional, payloadType: "registry.entry.v2" })).toEqual([...signedNames].sort());
+    const empty = { description: "", tags: [], data: {}, bondAmount: "", homepage: "", repository: "", license: "" };
+    expect(payloadKeys({ ...required, ...empty, payloadType: "registry.entry.v2" })).toEqual(
+      ["payloadType", ...Object.keys(required)].sort(),
+    );
+  });
+
+  it("refuses to build a v1 payload for an entry that sets a field v1 does not sign", () => {
+    for (const field of ["homepage", "repository", "license"] as const) {
+      expect(() => entrySigningPayload({ ...required, [field]: everyOptional[field] })).toThrow(UnsignedFieldError);
+    }
   });
 
   it("lets discovery query exactly the queryable fields, by column in the query language and by name in conditions", () => {

@@ -344,6 +344,39 @@ const REJECTED: readonly RejectCase[] = [
       return { ...entry, signature: `${entry.signature}==` };
     },
   },
+  // payloadType and the fields only v2 signs
+  {
+    rule: "payloadType unknown",
+    field: "payloadType",
+    says: "registry.entry.v2",
+    build: (p, n) => signThenSet(p, n, { payloadType: "registry.entry.v3" }),
+  },
+  ...(["homepage", "repository", "license"] as const).map((field) => ({
+    rule: `${field} on a v1 entry`,
+    field,
+    says: "registry.entry.v2",
+    build: (p: TestPublisher, n: string) => signThenSet(p, n, { [field]: field === "license" ? "MIT" : "https://example.com" }),
+  })),
+  ...(
+    [
+      ["homepage", "http://example.com", "https://"],
+      ["homepage", "example.com/x", "https://"],
+      ["homepage", "https://user:secret@example.com", "password"],
+      ["homepage", "https://example.com/a b", "spaces"],
+      ["homepage", `https://example.com/${"x".repeat(2_049 - 20)}`, "2048"],
+      ["repository", "ftp://example.com/repo", "https://"],
+      ["repository", "https://", "https://"],
+      ["license", "mit", "SPDX"],
+      ["license", "MIT OR", "SPDX"],
+      ["license", "Apache 2", "SPDX"],
+      ["license", `LicenseRef-${"x".repeat(246)}`, "256"],
+    ] as const
+  ).map(([field, value, says]) => ({
+    rule: `${field} ${JSON.stringify(value.length > 40 ? `${value.slice(0, 30)}… (${value.length} characters)` : value)}`,
+    field,
+    says,
+    build: (p: TestPublisher, n: string) => sign(p, n, "1.0.0", { payloadType: "registry.entry.v2", [field]: value }),
+  })),
   // fields the registry sets
   { rule: "sequence sent", field: "sequence", says: "set by the registry", build: (p, n) => sign(p, n, "1.0.0", { sequence: "5" }) },
   { rule: "status sent", field: "status", says: "set by the registry", build: (p, n) => sign(p, n, "1.0.0", { status: "active" }) },
@@ -398,6 +431,28 @@ const ACCEPTED: readonly AcceptCase[] = [
         "data",
       ),
     expected: () => ({ bondAmount: "", description: "", tags: [], data: {} }),
+  },
+  {
+    rule: "a v2 entry with homepage, repository and license",
+    build: (p, n) =>
+      sign(p, n, "1.0.0", {
+        payloadType: "registry.entry.v2",
+        homepage: `https://example.com/${"h".repeat(2_048 - 20)}`,
+        repository: "https://git.example.com/owner/repo?ref=main#readme",
+        license: `(Apache-2.0 WITH LLVM-exception OR MIT) AND LicenseRef-${"x".repeat(200)}`,
+      }),
+    expected: echoes("payloadType", "homepage", "repository", "license"),
+  },
+  {
+    rule: "a v2 entry with every optional field empty, signed over the required fields only",
+    build: (p, n) =>
+      sign(p, n, "1.0.0", { payloadType: "registry.entry.v2", description: "", tags: [], data: {}, bondAmount: "", homepage: "" }),
+    expected: () => ({ payloadType: "registry.entry.v2", description: "", tags: [], data: {}, bondAmount: "", homepage: "", license: "" }),
+  },
+  {
+    rule: "an entry that names no payloadType, stored as v1",
+    build: (p, n) => sign(p, n, "1.0.0"),
+    expected: () => ({ payloadType: "registry.entry.v1", homepage: "", repository: "", license: "" }),
   },
   {
     rule: "32 tags, one of 64 characters",

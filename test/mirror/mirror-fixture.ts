@@ -7,8 +7,13 @@ import { createTestDatabase, seededDataDirectory, type TestDatabase } from "../s
 
 /** What the mirror tests share: a source to write to, a database to mirror into, and the state to compare. */
 
+/** Publishes as the SDK and CLI do, signed as v2 with its fields (release-upgrade.test.ts mirrors v1 records). */
 export async function publishVersion(source: PublishingSetup, name: string, version: string): Promise<void> {
-  const entry = await source.publisher.entry(name, version);
+  const entry = await source.publisher.entry(name, version, {
+    payloadType: "registry.entry.v2",
+    homepage: `https://example.com/${name}`,
+    license: "Apache-2.0 OR MIT",
+  });
   const response = await fetch(`${source.registry.url}/v1/entries`, {
     method: "POST",
     headers: { authorization: `Bearer ${source.token}`, "content-type": "application/json" },

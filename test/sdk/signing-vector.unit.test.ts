@@ -20,7 +20,16 @@ import {
   verifyRevocationSignature,
   type EntrySigningFields,
 } from "../../src/sdk/index.js";
-import { DID, ENTRY, ENTRY_SIGNATURE, PUBLIC_KEY_HEX, SEED_BASE64URL, SEED_HEX } from "../support/published-vector.js";
+import {
+  DID,
+  ENTRY,
+  ENTRY_SIGNATURE,
+  ENTRY_V2,
+  ENTRY_V2_SIGNATURE,
+  PUBLIC_KEY_HEX,
+  SEED_BASE64URL,
+  SEED_HEX,
+} from "../support/published-vector.js";
 
 const ENTRY_PAYLOAD =
   '{"bondAmount":"100 USDC","contentHash":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","data":{"license":"Apache-2.0","limits":{"maxPages":200,"timeoutSeconds":30},"runtime":"node"},"description":"Summarises PDF files — résumé included","entryDid":"did:reg:main:skill:pdf-summarizer@1.2.0","entryType":"skill","payloadType":"registry.entry.v1","publishedAt":"2026-11-21T10:00:00.000Z","publisherDid":"did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw","tags":["pdf","summarization"],"version":"1.2.0"}';
@@ -36,6 +45,14 @@ const MINIMAL_ENTRY = {
 const MINIMAL_PAYLOAD =
   '{"bondAmount":"","contentHash":"sha256:0000000000000000000000000000000000000000000000000000000000000000","data":{},"description":"","entryDid":"did:reg:main:agent:echo@0.1.0-beta.1","entryType":"agent","payloadType":"registry.entry.v1","publishedAt":"2026-01-02T03:04:05.678Z","publisherDid":"did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw","tags":[],"version":"0.1.0-beta.1"}';
 const MINIMAL_SIGNATURE = "ed25519:xbbyhKmBAK5Ogtp7-VPpB4Kw3LQRDcwF2AHNbqQ5EG5GB0WeePQ-PhnDgmPPydiveJB31K4j_0GrhBXqp0-rCA";
+
+const ENTRY_V2_PAYLOAD =
+  '{"contentHash":"sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855","data":{"limits":{"maxPages":200,"timeoutSeconds":30},"runtime":"node"},"description":"Summarises PDF files — résumé included","entryDid":"did:reg:main:skill:pdf-summarizer@1.2.0","entryType":"skill","homepage":"https://example.com/pdf-summarizer","license":"Apache-2.0 OR MIT","payloadType":"registry.entry.v2","publishedAt":"2026-11-21T10:00:00.000Z","publisherDid":"did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw","repository":"https://git.example.com/pdf-summarizer","tags":["pdf","summarization"],"version":"1.2.0"}';
+const ENTRY_V2_PAYLOAD_SHA256 = "ece2bb993c01248a31674282995dbd8f7133690821d7407c41f605d11ad86e08";
+const MINIMAL_V2_ENTRY = { ...MINIMAL_ENTRY, payloadType: "registry.entry.v2" } as const satisfies EntrySigningFields;
+const MINIMAL_V2_PAYLOAD =
+  '{"contentHash":"sha256:0000000000000000000000000000000000000000000000000000000000000000","entryDid":"did:reg:main:agent:echo@0.1.0-beta.1","entryType":"agent","payloadType":"registry.entry.v2","publishedAt":"2026-01-02T03:04:05.678Z","publisherDid":"did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw","version":"0.1.0-beta.1"}';
+const MINIMAL_V2_SIGNATURE = "ed25519:cGcig9Styp6je2g-iS09_3FRNI4y2Tw2E8ghW6TYei8iGS-ka6mOl6y0_B21I0uBPiM2kHNa6m6kbzTVaAC_CA";
 
 const REVOKED_DID = "did:reg:main:skill:pdf-summarizer@1.2.0";
 const REVOKE_REASON = "superseded by 1.2.1: wrong page count";
@@ -115,6 +132,45 @@ describe("published entry vector", () => {
     expect(await serverAccepts(MINIMAL_ENTRY, MINIMAL_SIGNATURE)).toBe(true);
     const explicitDefaults = { ...MINIMAL_ENTRY, description: "", tags: [], data: {}, bondAmount: "" };
     expect(await serverAccepts(explicitDefaults, MINIMAL_SIGNATURE)).toBe(true);
+  });
+});
+
+describe("published v2 entry vector", () => {
+  it("builds the documented canonical payload byte for byte: set fields only", () => {
+    const payload = entrySigningPayload(ENTRY_V2);
+    expect(new TextDecoder().decode(payload)).toBe(ENTRY_V2_PAYLOAD);
+    expect(payload.length).toBe(623);
+    expect(sha256Hex(payload)).toBe(ENTRY_V2_PAYLOAD_SHA256);
+  });
+
+  it("signs to the documented signature, which both verifiers accept, and v1 does not", async () => {
+    expect(await signEntry(ENTRY_V2, seed)).toBe(ENTRY_V2_SIGNATURE);
+    expect(await serverAccepts(ENTRY_V2, ENTRY_V2_SIGNATURE)).toBe(true);
+    expect(await verifyEntrySignature(ENTRY_V2, ENTRY_V2_SIGNATURE)).toBe(true);
+    const { homepage, repository, license, ...v1Fields } = ENTRY_V2;
+    expect(await serverAccepts({ ...v1Fields, payloadType: "registry.entry.v1" }, ENTRY_V2_SIGNATURE)).toBe(false);
+  });
+
+  it("leaves every empty optional field out, so sending it empty or not at all signs the same", async () => {
+    expect(new TextDecoder().decode(entrySigningPayload(MINIMAL_V2_ENTRY))).toBe(MINIMAL_V2_PAYLOAD);
+    expect(await signEntry(MINIMAL_V2_ENTRY, seed)).toBe(MINIMAL_V2_SIGNATURE);
+    const explicitEmpties = {
+      ...MINIMAL_V2_ENTRY,
+      description: "",
+      tags: [],
+      data: {},
+      bondAmount: "",
+      homepage: "",
+      repository: "",
+      license: "",
+    };
+    expect(await serverAccepts(explicitEmpties, MINIMAL_V2_SIGNATURE)).toBe(true);
+  });
+
+  it("covers each v2 field: changing one breaks the signature", async () => {
+    for (const change of [{ homepage: "https://example.com/other" }, { repository: "" }, { license: "MIT" }, { bondAmount: "1 USDC" }]) {
+      expect(await verifyEntrySignature({ ...ENTRY_V2, ...change }, ENTRY_V2_SIGNATURE), JSON.stringify(change)).toBe(false);
+    }
   });
 });
 
@@ -251,13 +307,20 @@ describe("the docs publish the same vector", () => {
     REVOKE_SIGNATURE,
     REVOKE_ALL_PAYLOAD,
     REVOKE_ALL_SIGNATURE,
+    ENTRY_V2_PAYLOAD,
+    ENTRY_V2_PAYLOAD_SHA256,
+    ENTRY_V2_SIGNATURE,
+    MINIMAL_V2_PAYLOAD,
+    MINIMAL_V2_SIGNATURE,
   ])("docs/signatures.md contains %s", (value) => {
     expect(docs).toContain(value);
   });
 
-  it("documents the entry exactly as the test signs it", () => {
+  it("documents the entries exactly as the test signs them", () => {
     const documented = /### Entry\n[\s\S]*?```json\n([\s\S]*?)```/.exec(docs)?.[1];
     expect(JSON.parse(documented ?? "null")).toEqual(ENTRY);
+    const documentedV2 = /### Entry, v2\n[\s\S]*?```json\n([\s\S]*?)```/.exec(docs)?.[1];
+    expect(JSON.parse(documentedV2 ?? "null")).toEqual(ENTRY_V2);
   });
 });
 
@@ -299,12 +362,12 @@ describe("registry key / registry sign (in-process)", () => {
   });
 
   it("sign entry prints the entry as written with the documented signature", async () => {
-    const io = captureIo({ "entry.json": JSON.stringify(ENTRY) });
+    const io = captureIo({ "entry.json": JSON.stringify(ENTRY_V2) });
     const code = await runKeyCommand(["sign", "entry", "--key", SEED_BASE64URL, "--file", "entry.json"], io);
     expect(io.err).toBe("");
     expect(code).toBe(0);
     const signed = JSON.parse(io.out) as EntrySigningFields & { signature: string };
-    expect(signed).toEqual({ ...ENTRY, signature: ENTRY_SIGNATURE });
+    expect(signed).toEqual({ ...ENTRY_V2, signature: ENTRY_V2_SIGNATURE });
     expect(signed.publishedAt).toBe("2026-11-21T10:00:00Z");
     expect(await serverAccepts(signed, signed.signature)).toBe(true);
   });
@@ -318,20 +381,37 @@ describe("registry key / registry sign (in-process)", () => {
       },
     );
     expect(await runKeyCommand(["sign", "entry", "--file", "-"], io)).toBe(0);
-    expect(JSON.parse(io.out)).toEqual({ ...MINIMAL_ENTRY, signature: MINIMAL_SIGNATURE });
+    expect(JSON.parse(io.out)).toEqual({ ...MINIMAL_V2_ENTRY, signature: MINIMAL_V2_SIGNATURE });
+  });
+
+  it("sign entry signs v2 unless the file names its payload, and keeps v1 when it does", async () => {
+    for (const [entry, expected] of [
+      [
+        { ...ENTRY_V2, payloadType: undefined },
+        { ...ENTRY_V2, signature: ENTRY_V2_SIGNATURE },
+      ],
+      [
+        { ...ENTRY, payloadType: "registry.entry.v1" },
+        { ...ENTRY, payloadType: "registry.entry.v1", signature: ENTRY_SIGNATURE },
+      ],
+    ] as const) {
+      const io = captureIo({ "entry.json": JSON.stringify(entry) });
+      expect(await runKeyCommand(["sign", "entry", "--key", SEED_BASE64URL, "--file", "entry.json"], io)).toBe(0);
+      expect(JSON.parse(io.out)).toEqual(expected);
+    }
   });
 
   it("sign entry takes @path key files: the bare seed or the JSON of key generate", async () => {
     const generated = JSON.stringify({ did: DID, privateKey: SEED_BASE64URL, publicKey: "x" });
     const files = {
-      "entry.json": JSON.stringify(ENTRY),
+      "entry.json": JSON.stringify(ENTRY_V2),
       "seed.txt": `${SEED_BASE64URL}\n`,
       "key.json": generated,
     };
     for (const key of ["@seed.txt", "@key.json"]) {
       const io = captureIo(files);
       expect(await runKeyCommand(["sign", "entry", "--key", key, "--file", "entry.json"], io)).toBe(0);
-      expect((JSON.parse(io.out) as { signature: string }).signature).toBe(ENTRY_SIGNATURE);
+      expect((JSON.parse(io.out) as { signature: string }).signature).toBe(ENTRY_V2_SIGNATURE);
     }
   });
 

@@ -31,15 +31,30 @@ function sortKey(version: string): string {
 
 function createCall(name: string, version: string): { sql: string; bindings: string[] } {
   const baseDid = `did:reg:main:skill:${name}`;
-  return {
-    sql: `select * from registry_create_entry(
-      p_base_did => ?, p_entry_did => ?, p_entry_type => 'skill', p_name => ?, p_version => ?,
-      p_version_key => ?, p_is_prerelease => false, p_publisher_did => ?, p_published_at => now(),
-      p_description => 'a skill for the plan test', p_tags => array['plan'], p_data => '{}'::jsonb,
-      p_content_hash => '', p_bond_amount => '', p_bond_value => null, p_bond_unit => null,
-      p_signature => 'signature')`,
-    bindings: [baseDid, `${baseDid}@${version}`, name, version, sortKey(version), PUBLISHER],
+  const record = {
+    base_did: baseDid,
+    entry_did: `${baseDid}@${version}`,
+    entry_type: "skill",
+    name,
+    version,
+    version_key: sortKey(version),
+    is_prerelease: false,
+    publisher_did: PUBLISHER,
+    published_at: "2026-01-01T00:00:00.000Z",
+    description: "a skill for the plan test",
+    tags: ["plan"],
+    data: {},
+    content_hash: "",
+    bond_amount: "",
+    bond_value: null,
+    bond_unit: null,
+    signature: "signature",
+    payload_type: "registry.entry.v1",
+    homepage: "",
+    repository: "",
+    license: "",
   };
+  return { sql: "select * from registry_create_entry(?::jsonb)", bindings: [JSON.stringify(record)] };
 }
 
 /** Shared pages hit or read by one create, nested statements included. */

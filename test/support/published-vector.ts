@@ -26,3 +26,21 @@ export const ENTRY = {
   bondAmount: "100 USDC",
 } as const satisfies EntrySigningFields;
 export const ENTRY_SIGNATURE = "ed25519:dDwWKhjIjXnrCPSRfrfarI5tlg5m5Mhq_gurhhSWm9nTYwxSzLgqwHpF1ZwUa0iMiGZ3iBjZ7xQknXpjhgvIAw";
+
+/** The same entry as `registry.entry.v2` signs it: v2's fields set, no bond, so the payload leaves bondAmount out. */
+export const ENTRY_V2 = {
+  payloadType: "registry.entry.v2",
+  entryDid: "did:reg:main:skill:pdf-summarizer@1.2.0",
+  entryType: "skill",
+  version: "1.2.0",
+  publisherDid: DID,
+  publishedAt: "2026-11-21T10:00:00Z",
+  description: "Summarises PDF files — résumé included",
+  tags: ["pdf", "summarization"],
+  data: { runtime: "node", limits: { maxPages: 200, timeoutSeconds: 30 } },
+  contentHash: "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
+  homepage: "https://example.com/pdf-summarizer",
+  repository: "https://git.example.com/pdf-summarizer",
+  license: "Apache-2.0 OR MIT",
+} as const satisfies EntrySigningFields;
+export const ENTRY_V2_SIGNATURE = "ed25519:R8JGPgtPjczlJw-XFTLplqFbqxQUYSrrbr3iOIKwB-kaU-5CFXqwGTXjBi_jQ94Wz1WreEqu51KU586kkguSDg";

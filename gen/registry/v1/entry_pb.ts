@@ -11,13 +11,13 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file registry/v1/entry.proto.
  */
 export const file_registry_v1_entry: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWdpc3RyeS92MS9lbnRyeS5wcm90bxILcmVnaXN0cnkudjEihwMKBUVudHJ5EhEKCWVudHJ5X2RpZBgBIAEoCRISCgplbnRyeV90eXBlGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSFQoNcHVibGlzaGVyX2RpZBgEIAEoCRIUCgxwdWJsaXNoZWRfYXQYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSDAoEdGFncxgHIAMoCRIlCgRkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxjb250ZW50X2hhc2gYCSABKAkSEwoLYm9uZF9hbW91bnQYCiABKAkSEQoJc2lnbmF0dXJlGAsgASgJEhAKCHNlcXVlbmNlGAwgASgDEg4KBnN0YXR1cxgNIAEoCRIXCgpyZXZva2VkX2F0GA4gASgJSACIAQESHgoRcmV2b2NhdGlvbl9yZWFzb24YDyABKAlIAYgBARIRCglpc19sYXRlc3QYECABKAhCDQoLX3Jldm9rZWRfYXRCFAoSX3Jldm9jYXRpb25fcmVhc29uImoKDEVudHJ5VmVyc2lvbhIPCgd2ZXJzaW9uGAEgASgJEhEKCWVudHJ5X2RpZBgCIAEoCRIOCgZzdGF0dXMYAyABKAkSFAoMcHVibGlzaGVkX2F0GAQgASgJEhAKCHNlcXVlbmNlGAUgASgDYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("ChdyZWdpc3RyeS92MS9lbnRyeS5wcm90bxILcmVnaXN0cnkudjEi1AMKBUVudHJ5EhEKCWVudHJ5X2RpZBgBIAEoCRISCgplbnRyeV90eXBlGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSFQoNcHVibGlzaGVyX2RpZBgEIAEoCRIUCgxwdWJsaXNoZWRfYXQYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSDAoEdGFncxgHIAMoCRIlCgRkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxjb250ZW50X2hhc2gYCSABKAkSEwoLYm9uZF9hbW91bnQYCiABKAkSEQoJc2lnbmF0dXJlGAsgASgJEhAKCHNlcXVlbmNlGAwgASgDEg4KBnN0YXR1cxgNIAEoCRIXCgpyZXZva2VkX2F0GA4gASgJSACIAQESHgoRcmV2b2NhdGlvbl9yZWFzb24YDyABKAlIAYgBARIRCglpc19sYXRlc3QYECABKAgSEAoIaG9tZXBhZ2UYESABKAkSEgoKcmVwb3NpdG9yeRgSIAEoCRIPCgdsaWNlbnNlGBMgASgJEhQKDHBheWxvYWRfdHlwZRgUIAEoCUINCgtfcmV2b2tlZF9hdEIUChJfcmV2b2NhdGlvbl9yZWFzb24iagoMRW50cnlWZXJzaW9uEg8KB3ZlcnNpb24YASABKAkSEQoJZW50cnlfZGlkGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIUCgxwdWJsaXNoZWRfYXQYBCABKAkSEAoIc2VxdWVuY2UYBSABKANiBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * A published, signed version of a skill or agent.
  *
- * The fields a publisher sends are covered by the publisher's Ed25519 signature (see
- * docs/signatures.md); sequence, status, revoked_at, revocation_reason and is_latest are set by the
+ * The fields a publisher sends are covered by the publisher's Ed25519 signature over the payload
+ * payload_type names (see docs/signatures.md); sequence, status, revoked_at, revocation_reason and is_latest are set by the
  * registry.
  *
  * @generated from message registry.v1.Entry
@@ -139,6 +139,38 @@ export type Entry = Message<"registry.v1.Entry"> & {
    * @generated from field: bool is_latest = 16;
    */
   isLatest: boolean;
+
+  /**
+   * The project's home page: an absolute https:// URL of at most 2,048 characters. Signed by
+   * registry.entry.v2 only.
+   *
+   * @generated from field: string homepage = 17;
+   */
+  homepage: string;
+
+  /**
+   * Where the source lives: an absolute https:// URL of at most 2,048 characters. Signed by
+   * registry.entry.v2 only.
+   *
+   * @generated from field: string repository = 18;
+   */
+  repository: string;
+
+  /**
+   * An SPDX license expression of at most 256 characters, e.g. "MIT" or "Apache-2.0 OR MIT".
+   * Signed by registry.entry.v2 only.
+   *
+   * @generated from field: string license = 19;
+   */
+  license: string;
+
+  /**
+   * The payload the signature covers: "registry.entry.v1" (every field, the default when a create
+   * leaves it unset) or "registry.entry.v2" (the fields that are not empty); see docs/signatures.md.
+   *
+   * @generated from field: string payload_type = 20;
+   */
+  payloadType: string;
 };
 
 /**

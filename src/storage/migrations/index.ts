@@ -13,6 +13,7 @@ import * as logAppendLock from "./0011-log-append-lock.js";
 import * as createInOnePlan from "./0012-create-in-one-plan.js";
 import * as logSource from "./0013-log-source.js";
 import * as logStateBytes from "./0015-log-state-bytes.js";
+import * as entryPayloadV2 from "./0016-entry-payload-v2.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -38,6 +39,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0012-create-in-one-plan", createInOnePlan],
   ["0013-log-source", logSource],
   ["0015-log-state-bytes", logStateBytes],
+  ["0016-entry-payload-v2", entryPayloadV2],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
