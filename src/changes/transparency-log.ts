@@ -21,6 +21,14 @@ export interface IntegrationWrites {
   readonly checkpoint: SignedCheckpoint;
 }
 
+/** An integrated record, as a history reads it. */
+export interface IntegratedRecord {
+  readonly index: number;
+  readonly kind: string;
+  /** The canonical bytes the tree hashed. */
+  readonly bytes: Uint8Array;
+}
+
 /** The tree while one integrator holds it. */
 export interface TreeIntegration extends HashReader {
   readonly head: TreeHead;
@@ -42,6 +50,10 @@ export interface TreeStore extends HashReader {
   latestCheckpoint(): Promise<SignedCheckpoint | undefined>;
   /** The canonical bytes of records [from, from + count), all of them integrated. */
   records(from: number, count: number): Promise<Uint8Array[]>;
+  /** The checkpoint signed for exactly `size`, if one was and was kept. */
+  checkpointAt(size: number): Promise<SignedCheckpoint | undefined>;
+  /** Up to `limit` records of the name `baseDid` (a bare DID) with an index in (after, below), oldest first. */
+  recordsOfName(baseDid: string, after: number, below: number, limit: number): Promise<IntegratedRecord[]>;
   /** The index of the last record about `entryDid` (a versioned DID) that the tree holds. */
   lastIntegratedRecordOf(entryDid: string, treeSize: number): Promise<number | undefined>;
 }

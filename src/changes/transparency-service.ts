@@ -2,6 +2,7 @@ import { parseEntryDid } from "../domain/entry-did.js";
 import { InvalidArgumentError, NotFoundError, UnavailableError } from "../errors.js";
 import type { MerkleHasher } from "../transparency/merkle.js";
 import { consistencyProof, inclusionProof } from "../transparency/proofs.js";
+import { readHistoryPage, type HistoryPage } from "./history-pages.js";
 import type { SignedCheckpoint, TreeStore } from "./transparency-log.js";
 
 export interface TransparencyServiceOptions {
@@ -29,6 +30,11 @@ export interface TransparencyService {
   consistency(fromSize: number, toSize: number): Promise<{ fromSize: number; toSize: number; proof: readonly Uint8Array[] }>;
   /** The last record about a versioned DID, proved against the latest checkpoint. */
   entryProof(did: string): Promise<InclusionAnswer & { checkpoint: SignedCheckpoint }>;
+  /**
+   * A page of the records about `did` (bare or versioned) after index `after`, proved against the
+   * checkpoint of `treeSize` (0: the latest).
+   */
+  history(did: string, after: number | undefined, treeSize: number): Promise<HistoryPage>;
 }
 
 /**
@@ -61,9 +67,28 @@ export function createTransparencyService(options: TransparencyServiceOptions): 
     return { index, treeSize: size, record: record!, proof: await inclusionProof(index, size, store, hasher) };
   }
 
+  /** The checkpoint of `treeSize` exactly, as a later page of a history asks for its first page's. */
+  async function checkpointOf(treeSize: number): Promise<SignedCheckpoint> {
+    checkCount(treeSize, "treeSize");
+    const latest = await latestCheckpoint();
+    if (treeSize === 0 || treeSize === latest.size) return latest;
+    const checkpoint = await store.checkpointAt(treeSize);
+    if (checkpoint === undefined)
+      throw InvalidArgumentError.of(
+        "treeSize",
+        "is not the size of a checkpoint: pass 0 for the latest, or the treeSize of an earlier page",
+      );
+    return checkpoint;
+  }
+
   return {
     latestCheckpoint,
     inclusion,
+
+    async history(did, after, treeSize) {
+      if (after !== undefined) checkCount(after, "after");
+      return readHistoryPage(store, hasher, did, after, await checkpointOf(treeSize));
+    },
 
     async consistency(fromSize, toSize) {
       checkCount(fromSize, "fromSize");

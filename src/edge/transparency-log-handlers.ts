@@ -38,5 +38,30 @@ export function createTransparencyLogServiceImpl(
         treeSize: BigInt(answer.treeSize),
       };
     },
+    async getEntryHistory(request) {
+      const page = await log.history(request.did, optionalNumber(request.after), Number(request.treeSize));
+      return {
+        checkpoint: page.checkpoint.note,
+        treeSize: BigInt(page.checkpoint.size),
+        records: page.records.map((record) => ({
+          index: BigInt(record.index),
+          kind: record.kind,
+          record: utf8.decode(record.bytes),
+          inclusionProof: [...record.proof],
+        })),
+        nextAfter: optionalBigInt(page.nextAfter),
+      };
+    },
   };
+}
+
+const utf8 = new TextDecoder("utf-8", { fatal: true });
+
+// Beyond 2^53 an index is refused as not a safe integer rather than rounded.
+function optionalNumber(value: bigint | undefined): number | undefined {
+  return value === undefined ? undefined : Number(value);
+}
+
+function optionalBigInt(value: number | undefined): bigint | undefined {
+  return value === undefined ? undefined : BigInt(value);
 }

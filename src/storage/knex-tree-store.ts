@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import type { SignedCheckpoint, TreeHead, TreeStore } from "../changes/transparency-log.js";
+import type { IntegratedRecord, SignedCheckpoint, TreeHead, TreeStore } from "../changes/transparency-log.js";
 import { storedHashIndex, type StoredHash, type StoredHashAddress } from "../transparency/stored-hashes.js";
 import { translateDriverErrors } from "./driver-errors.js";
 import { changeFromRow, LOG_ROW_COLUMNS, type LogRow } from "./knex-change-log.js";
@@ -77,14 +77,29 @@ export function createKnexTreeStore(knex: Knex): TreeStore {
       ),
 
     latestCheckpoint: () =>
+      translateDriverErrors(async () =>
+        checkpointOf(await knex("registry_checkpoints").select("size", "root", "note").orderBy("size", "desc").first()),
+      ),
+
+    checkpointAt: (size) =>
+      translateDriverErrors(async () =>
+        checkpointOf(await knex("registry_checkpoints").select("size", "root", "note").where("size", String(size)).first()),
+      ),
+
+    recordsOfName: (baseDid, after, below, limit) =>
       translateDriverErrors(async () => {
-        const row: { size: string; root: Buffer; note: string } | undefined = await knex("registry_checkpoints")
-          .select("size", "root", "note")
-          .orderBy("size", "desc")
-          .first();
-        return row === undefined
-          ? undefined
-          : ({ size: Number(row.size), root: new Uint8Array(row.root), note: row.note } satisfies SignedCheckpoint);
+        // registry_log_name (migration 0017) walks the name's records in index order.
+        const rows: { log_index: string; kind: string; record: Buffer | null }[] = await knex("registry_log")
+          .select("log_index", "kind", "record")
+          .where("base_did", baseDid)
+          .andWhere("log_index", ">", String(after))
+          .andWhere("log_index", "<", String(below))
+          .orderBy("log_index")
+          .limit(limit);
+        return rows.map((row): IntegratedRecord => {
+          if (row.record === null) throw new Error(`record ${row.log_index} is below the tree size but not integrated`);
+          return { index: Number(row.log_index), kind: row.kind, bytes: new Uint8Array(row.record) };
+        });
       }),
 
     records: (from, count) =>
@@ -109,6 +124,10 @@ export function createKnexTreeStore(knex: Knex): TreeStore {
         return row?.index === null || row?.index === undefined ? undefined : Number(row.index);
       }),
   };
+}
+
+function checkpointOf(row: { size: string; root: Buffer; note: string } | undefined): SignedCheckpoint | undefined {
+  return row === undefined ? undefined : { size: Number(row.size), root: new Uint8Array(row.root), note: row.note };
 }
 
 function hex(bytes: Uint8Array): string {

@@ -20,6 +20,22 @@ export async function inclusionProof(index: number, size: number, reader: HashRe
 }
 
 /**
+ * PATH(index, D[0:size]) for each of `indexes`, with every stored hash they need read in one call:
+ * a history's proofs share most of their upper siblings.
+ */
+export async function inclusionProofs(
+  indexes: readonly number[],
+  size: number,
+  reader: HashReader,
+  hasher: MerkleHasher,
+): Promise<Uint8Array[][]> {
+  const plans = indexes.map((index) => inclusionProofRanges(index, size));
+  const hashes = await rangeHashes(plans.flat(), reader, hasher);
+  let next = 0;
+  return plans.map((ranges) => hashes.slice(next, (next += ranges.length)));
+}
+
+/**
  * RFC 9162 PROOF(oldSize, D[0:newSize]). Empty when oldSize is 0 or equals newSize, which is what
  * verifyConsistency expects in those cases.
  */

@@ -11,7 +11,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file registry/v1/transparency_log_service.proto.
  */
 export const file_registry_v1_transparency_log_service: GenFile = /*@__PURE__*/
-  fileDesc("CipyZWdpc3RyeS92MS90cmFuc3BhcmVuY3lfbG9nX3NlcnZpY2UucHJvdG8SC3JlZ2lzdHJ5LnYxIhYKFEdldENoZWNrcG9pbnRSZXF1ZXN0IlEKFUdldENoZWNrcG9pbnRSZXNwb25zZRISCgpjaGVja3BvaW50GAEgASgJEhEKCXRyZWVfc2l6ZRgCIAEoAxIRCglyb290X2hhc2gYAyABKAwiEgoQR2V0TG9nS2V5UmVxdWVzdCJNChFHZXRMb2dLZXlSZXNwb25zZRIOCgZvcmlnaW4YASABKAkSFAoMdmVyaWZpZXJfa2V5GAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwiPAoYR2V0SW5jbHVzaW9uUHJvb2ZSZXF1ZXN0Eg0KBWluZGV4GAEgASgDEhEKCXRyZWVfc2l6ZRgCIAEoAyJcChlHZXRJbmNsdXNpb25Qcm9vZlJlc3BvbnNlEg0KBWluZGV4GAEgASgDEhEKCXRyZWVfc2l6ZRgCIAEoAxIOCgZyZWNvcmQYAyABKAwSDQoFcHJvb2YYBCADKAwiQAoaR2V0Q29uc2lzdGVuY3lQcm9vZlJlcXVlc3QSEQoJZnJvbV9zaXplGAEgASgDEg8KB3RvX3NpemUYAiABKAMiUAobR2V0Q29uc2lzdGVuY3lQcm9vZlJlc3BvbnNlEhEKCWZyb21fc2l6ZRgBIAEoAxIPCgd0b19zaXplGAIgASgDEg0KBXByb29mGAMgAygMIiMKFEdldEVudHJ5UHJvb2ZSZXF1ZXN0EgsKA2RpZBgBIAEoCSJsChVHZXRFbnRyeVByb29mUmVzcG9uc2USDQoFaW5kZXgYASABKAMSDgoGcmVjb3JkGAIgASgMEg0KBXByb29mGAMgAygMEhIKCmNoZWNrcG9pbnQYBCABKAkSEQoJdHJlZV9zaXplGAUgASgDMokFChZUcmFuc3BhcmVuY3lMb2dTZXJ2aWNlEnUKDUdldENoZWNrcG9pbnQSIS5yZWdpc3RyeS52MS5HZXRDaGVja3BvaW50UmVxdWVzdBoiLnJlZ2lzdHJ5LnYxLkdldENoZWNrcG9pbnRSZXNwb25zZSIdkAIBgtPkkwIUEhIvdjEvbG9nL2NoZWNrcG9pbnQSYgoJR2V0TG9nS2V5Eh0ucmVnaXN0cnkudjEuR2V0TG9nS2V5UmVxdWVzdBoeLnJlZ2lzdHJ5LnYxLkdldExvZ0tleVJlc3BvbnNlIhaQAgGC0+STAg0SCy92MS9sb2cva2V5EocBChFHZXRJbmNsdXNpb25Qcm9vZhIlLnJlZ2lzdHJ5LnYxLkdldEluY2x1c2lvblByb29mUmVxdWVzdBomLnJlZ2lzdHJ5LnYxLkdldEluY2x1c2lvblByb29mUmVzcG9uc2UiI5ACAYLT5JMCGhIYL3YxL2xvZy9wcm9vZnMvaW5jbHVzaW9uEo8BChNHZXRDb25zaXN0ZW5jeVByb29mEicucmVnaXN0cnkudjEuR2V0Q29uc2lzdGVuY3lQcm9vZlJlcXVlc3QaKC5yZWdpc3RyeS52MS5HZXRDb25zaXN0ZW5jeVByb29mUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2xvZy9wcm9vZnMvY29uc2lzdGVuY3kSeAoNR2V0RW50cnlQcm9vZhIhLnJlZ2lzdHJ5LnYxLkdldEVudHJ5UHJvb2ZSZXF1ZXN0GiIucmVnaXN0cnkudjEuR2V0RW50cnlQcm9vZlJlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9sb2cvZW50cmllcy97ZGlkfWIGcHJvdG8z", [file_google_api_annotations]);
+  fileDesc("CipyZWdpc3RyeS92MS90cmFuc3BhcmVuY3lfbG9nX3NlcnZpY2UucHJvdG8SC3JlZ2lzdHJ5LnYxIhYKFEdldENoZWNrcG9pbnRSZXF1ZXN0IlEKFUdldENoZWNrcG9pbnRSZXNwb25zZRISCgpjaGVja3BvaW50GAEgASgJEhEKCXRyZWVfc2l6ZRgCIAEoAxIRCglyb290X2hhc2gYAyABKAwiEgoQR2V0TG9nS2V5UmVxdWVzdCJNChFHZXRMb2dLZXlSZXNwb25zZRIOCgZvcmlnaW4YASABKAkSFAoMdmVyaWZpZXJfa2V5GAIgASgJEhIKCnB1YmxpY19rZXkYAyABKAwiPAoYR2V0SW5jbHVzaW9uUHJvb2ZSZXF1ZXN0Eg0KBWluZGV4GAEgASgDEhEKCXRyZWVfc2l6ZRgCIAEoAyJcChlHZXRJbmNsdXNpb25Qcm9vZlJlc3BvbnNlEg0KBWluZGV4GAEgASgDEhEKCXRyZWVfc2l6ZRgCIAEoAxIOCgZyZWNvcmQYAyABKAwSDQoFcHJvb2YYBCADKAwiQAoaR2V0Q29uc2lzdGVuY3lQcm9vZlJlcXVlc3QSEQoJZnJvbV9zaXplGAEgASgDEg8KB3RvX3NpemUYAiABKAMiUAobR2V0Q29uc2lzdGVuY3lQcm9vZlJlc3BvbnNlEhEKCWZyb21fc2l6ZRgBIAEoAxIPCgd0b19zaXplGAIgASgDEg0KBXByb29mGAMgAygMIiMKFEdldEVudHJ5UHJvb2ZSZXF1ZXN0EgsKA2RpZBgBIAEoCSJsChVHZXRFbnRyeVByb29mUmVzcG9uc2USDQoFaW5kZXgYASABKAMSDgoGcmVjb3JkGAIgASgMEg0KBXByb29mGAMgAygMEhIKCmNoZWNrcG9pbnQYBCABKAkSEQoJdHJlZV9zaXplGAUgASgDIlYKFkdldEVudHJ5SGlzdG9yeVJlcXVlc3QSCwoDZGlkGAEgASgJEhIKBWFmdGVyGAIgASgDSACIAQESEQoJdHJlZV9zaXplGAMgASgDQggKBl9hZnRlciKVAQoXR2V0RW50cnlIaXN0b3J5UmVzcG9uc2USEgoKY2hlY2twb2ludBgBIAEoCRIrCgdyZWNvcmRzGAIgAygLMhoucmVnaXN0cnkudjEuSGlzdG9yeVJlY29yZBIRCgl0cmVlX3NpemUYAyABKAMSFwoKbmV4dF9hZnRlchgEIAEoA0gAiAEBQg0KC19uZXh0X2FmdGVyIlUKDUhpc3RvcnlSZWNvcmQSDQoFaW5kZXgYASABKAMSDAoEa2luZBgCIAEoCRIOCgZyZWNvcmQYAyABKAkSFwoPaW5jbHVzaW9uX3Byb29mGAQgAygMMo4GChZUcmFuc3BhcmVuY3lMb2dTZXJ2aWNlEnUKDUdldENoZWNrcG9pbnQSIS5yZWdpc3RyeS52MS5HZXRDaGVja3BvaW50UmVxdWVzdBoiLnJlZ2lzdHJ5LnYxLkdldENoZWNrcG9pbnRSZXNwb25zZSIdkAIBgtPkkwIUEhIvdjEvbG9nL2NoZWNrcG9pbnQSYgoJR2V0TG9nS2V5Eh0ucmVnaXN0cnkudjEuR2V0TG9nS2V5UmVxdWVzdBoeLnJlZ2lzdHJ5LnYxLkdldExvZ0tleVJlc3BvbnNlIhaQAgGC0+STAg0SCy92MS9sb2cva2V5EocBChFHZXRJbmNsdXNpb25Qcm9vZhIlLnJlZ2lzdHJ5LnYxLkdldEluY2x1c2lvblByb29mUmVxdWVzdBomLnJlZ2lzdHJ5LnYxLkdldEluY2x1c2lvblByb29mUmVzcG9uc2UiI5ACAYLT5JMCGhIYL3YxL2xvZy9wcm9vZnMvaW5jbHVzaW9uEo8BChNHZXRDb25zaXN0ZW5jeVByb29mEicucmVnaXN0cnkudjEuR2V0Q29uc2lzdGVuY3lQcm9vZlJlcXVlc3QaKC5yZWdpc3RyeS52MS5HZXRDb25zaXN0ZW5jeVByb29mUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2xvZy9wcm9vZnMvY29uc2lzdGVuY3kSeAoNR2V0RW50cnlQcm9vZhIhLnJlZ2lzdHJ5LnYxLkdldEVudHJ5UHJvb2ZSZXF1ZXN0GiIucmVnaXN0cnkudjEuR2V0RW50cnlQcm9vZlJlc3BvbnNlIiCQAgGC0+STAhcSFS92MS9sb2cvZW50cmllcy97ZGlkfRKCAQoPR2V0RW50cnlIaXN0b3J5EiMucmVnaXN0cnkudjEuR2V0RW50cnlIaXN0b3J5UmVxdWVzdBokLnJlZ2lzdHJ5LnYxLkdldEVudHJ5SGlzdG9yeVJlc3BvbnNlIiSQAgGC0+STAhsSGS92MS9lbnRyaWVzL3tkaWR9L2hpc3RvcnliBnByb3RvMw", [file_google_api_annotations]);
 
 /**
  * @generated from message registry.v1.GetCheckpointRequest
@@ -273,6 +273,118 @@ export const GetEntryProofResponseSchema: GenMessage<GetEntryProofResponse> = /*
   messageDesc(file_registry_v1_transparency_log_service, 9);
 
 /**
+ * @generated from message registry.v1.GetEntryHistoryRequest
+ */
+export type GetEntryHistoryRequest = Message<"registry.v1.GetEntryHistoryRequest"> & {
+  /**
+   * A bare entry DID (the whole name) or a versioned one (that version, and the records about
+   * the whole name).
+   *
+   * @generated from field: string did = 1;
+   */
+  did: string;
+
+  /**
+   * Only records with an index above this one: the next_after of the previous page.
+   *
+   * @generated from field: optional int64 after = 2;
+   */
+  after?: bigint | undefined;
+
+  /**
+   * The checkpoint to prove against: 0 means the latest; later pages pass the tree_size of the
+   * first, so that every page proves against the same checkpoint.
+   *
+   * @generated from field: int64 tree_size = 3;
+   */
+  treeSize: bigint;
+};
+
+/**
+ * Describes the message registry.v1.GetEntryHistoryRequest.
+ * Use `create(GetEntryHistoryRequestSchema)` to create a new message.
+ */
+export const GetEntryHistoryRequestSchema: GenMessage<GetEntryHistoryRequest> = /*@__PURE__*/
+  messageDesc(file_registry_v1_transparency_log_service, 10);
+
+/**
+ * @generated from message registry.v1.GetEntryHistoryResponse
+ */
+export type GetEntryHistoryResponse = Message<"registry.v1.GetEntryHistoryResponse"> & {
+  /**
+   * The signed note every proof is against, as GET /checkpoint serves it.
+   *
+   * @generated from field: string checkpoint = 1;
+   */
+  checkpoint: string;
+
+  /**
+   * @generated from field: repeated registry.v1.HistoryRecord records = 2;
+   */
+  records: HistoryRecord[];
+
+  /**
+   * The checkpoint's tree size.
+   *
+   * @generated from field: int64 tree_size = 3;
+   */
+  treeSize: bigint;
+
+  /**
+   * Set when the checkpoint holds more records about the DID: pass it as after for the next page.
+   *
+   * @generated from field: optional int64 next_after = 4;
+   */
+  nextAfter?: bigint | undefined;
+};
+
+/**
+ * Describes the message registry.v1.GetEntryHistoryResponse.
+ * Use `create(GetEntryHistoryResponseSchema)` to create a new message.
+ */
+export const GetEntryHistoryResponseSchema: GenMessage<GetEntryHistoryResponse> = /*@__PURE__*/
+  messageDesc(file_registry_v1_transparency_log_service, 11);
+
+/**
+ * @generated from message registry.v1.HistoryRecord
+ */
+export type HistoryRecord = Message<"registry.v1.HistoryRecord"> & {
+  /**
+   * @generated from field: int64 index = 1;
+   */
+  index: bigint;
+
+  /**
+   * The record's kind, as the record says it (entry.created, entry.revoked, ...).
+   *
+   * @generated from field: string kind = 2;
+   */
+  kind: string;
+
+  /**
+   * The record's exact bytes as the log holds them (its JCS form, UTF-8): its leaf hash is
+   * SHA-256(0x00 || record).
+   *
+   * @generated from field: string record = 3;
+   */
+  record: string;
+
+  /**
+   * RFC 9162 PATH(index, tree_size): sibling hashes from the leaf up.
+   *
+   * @generated from field: repeated bytes inclusion_proof = 4;
+   */
+  inclusionProof: Uint8Array[];
+};
+
+/**
+ * Describes the message registry.v1.HistoryRecord.
+ * Use `create(HistoryRecordSchema)` to create a new message.
+ */
+export const HistoryRecordSchema: GenMessage<HistoryRecord> = /*@__PURE__*/
+  messageDesc(file_registry_v1_transparency_log_service, 12);
+
+/**
  * The transparency log over the change feed (docs/transparency.md): an RFC 9162 Merkle tree whose
  * leaves are the change log's records, in their canonical bytes, with signed checkpoints in the
  * C2SP tlog-checkpoint format. Anyone can check that a record is in the log the registry showed
@@ -334,6 +446,18 @@ export const TransparencyLogService: GenService<{
     methodKind: "unary";
     input: typeof GetEntryProofRequestSchema;
     output: typeof GetEntryProofResponseSchema;
+  },
+  /**
+   * Every record about a name (bare DID) or one version (name@version), oldest first, each with
+   * its inclusion proof against one checkpoint, which is included. At most 256 records a page:
+   * next_after says where the next page starts (docs/transparency.md, "Histories").
+   *
+   * @generated from rpc registry.v1.TransparencyLogService.GetEntryHistory
+   */
+  getEntryHistory: {
+    methodKind: "unary";
+    input: typeof GetEntryHistoryRequestSchema;
+    output: typeof GetEntryHistoryResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_registry_v1_transparency_log_service, 0);
