@@ -57,6 +57,13 @@ export {
   type LogRecord,
   type VerifiedCheckpoint,
 } from "./log-verifier.js";
+export {
+  /** Fetches every page of a name's or a version's history and checks each record against one checkpoint. */
+  fetchVerifiedHistory,
+  type HistoryPageAnswer,
+  type VerifiedHistory,
+  type VerifiedHistoryRecord,
+} from "./history-verifier.js";
 export { RegistryClientError, toRegistryClientError, type FieldViolation, type RegistryErrorCode } from "./client-error.js";
 export type { RegistryAuth, RootTokenAuth } from "./access-tokens.js";
 /** The generated message types the client returns. */

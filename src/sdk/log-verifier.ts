@@ -85,14 +85,24 @@ export async function verifyEntryProof(
   const index = Number(answer.index);
   if (Number(answer.treeSize) !== checkpoint.treeSize)
     throw new LogVerificationError("the proof is not against the checkpoint it came with");
-  if (!verifyInclusion(hasher.leafHash(answer.record), index, checkpoint.treeSize, answer.proof, checkpoint.rootHash, hasher)) {
-    throw new LogVerificationError(`record ${index} is not in the checkpoint's tree: its inclusion proof does not verify`);
-  }
+  verifyRecordInclusion(answer.record, index, answer.proof, checkpoint);
   const record = parseLogRecord(answer.record);
   if (record.index !== String(index)) throw new LogVerificationError(`the record says index ${record.index}, not ${index}`);
   if (record.entry.entryDid !== did) throw new LogVerificationError(`the record is about ${record.entry.entryDid}, not ${did}`);
   await verifyRecordSignatures(record);
   return { record, checkpoint };
+}
+
+/** Checks that `record` is leaf `index` of the checkpoint's tree (RFC 9162 inclusion); throws LogVerificationError if not. */
+export function verifyRecordInclusion(
+  record: Uint8Array,
+  index: number,
+  proof: readonly Uint8Array[],
+  checkpoint: VerifiedCheckpoint,
+): void {
+  if (!verifyInclusion(hasher.leafHash(record), index, checkpoint.treeSize, proof, checkpoint.rootHash, hasher)) {
+    throw new LogVerificationError(`record ${index} is not in the checkpoint's tree: its inclusion proof does not verify`);
+  }
 }
 
 /** A record from the bytes the log hashed; throws LogVerificationError when they are not one. */

@@ -7,6 +7,7 @@ import { EntrySchema } from "../../gen/registry/v1/entry_pb.js";
 import { RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
 import { TransparencyLogService } from "../../gen/registry/v1/transparency_log_service_pb.js";
 import { parseLogKey, verifyEntryProof, type LogRecord, type VerifiedCheckpoint } from "./log-verifier.js";
+import { fetchVerifiedHistory, type VerifiedHistory } from "./history-verifier.js";
 import { fieldSpec, PUBLISHER_FIELDS, type FieldKind } from "../domain/entry-fields.js";
 import { ENTRY_PAYLOAD_TYPE_V2, type EntrySigningFields } from "../domain/signing-payload.js";
 import { createAccessTokens, type RegistryAuth } from "./access-tokens.js";
@@ -122,6 +123,16 @@ export interface RegistryClient {
     did: string,
     options?: CallOptions & { readonly logKey?: string },
   ): Promise<{ record: LogRecord; checkpoint: VerifiedCheckpoint; logKey: string; pinned: boolean }>;
+  /**
+   * Every log record about a name (bare DID) or a version and its name, oldest first, fetched page
+   * by page against one checkpoint and checked with `fetchVerifiedHistory` (the checkpoint's
+   * signature by `logKey`, each inclusion proof, each record's subject and signatures). `logKey`
+   * and `pinned` as for proveEntry. Records the checkpoint does not hold yet are not in it.
+   */
+  history(
+    did: string,
+    options?: CallOptions & { readonly logKey?: string },
+  ): Promise<VerifiedHistory & { logKey: string; pinned: boolean }>;
   /** Releases the transport's connections (the gRPC transport's HTTP/2 session); a no-op otherwise. */
   close(): void;
 }
@@ -236,6 +247,13 @@ export function createClientOverTransport(
         answer: await log.getEntryProof({ did }, callOptions(call)),
       }));
       const verified = await verifyEntryProof(did, answer, parseLogKey(logKey));
+      return { ...verified, logKey, pinned: call?.logKey !== undefined };
+    },
+    async history(did, call) {
+      const logKey = call?.logKey ?? (await mappingErrors(async () => (await log.getLogKey({}, callOptions(call))).verifierKey));
+      const page = (after: bigint | undefined, treeSize: bigint) =>
+        mappingErrors(() => log.getEntryHistory({ did, after, treeSize }, callOptions(call)));
+      const verified = await fetchVerifiedHistory(did, parseLogKey(logKey), page);
       return { ...verified, logKey, pinned: call?.logKey !== undefined };
     },
     close,

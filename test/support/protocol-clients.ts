@@ -39,7 +39,7 @@ export interface RegistryCalls {
 
 export function registryClient(protocol: Protocol, baseUrl: string): RegistryCalls & { close(): void } {
   if (protocol === "rest") return { ...restCalls(baseUrl), close() {} };
-  const rpc = protocol === "grpc" ? grpcJsInvoker(RegistryService, baseUrl) : connectInvoker(protocol, baseUrl);
+  const rpc = protocol === "grpc" ? grpcJsInvoker(RegistryService, baseUrl) : connectInvoker(RegistryService, protocol, baseUrl);
   const call = async (method: string, request: Record<string, unknown>, token: string | undefined, pick: (o: any) => any) => {
     try {
       return ok(pick(await rpc.invoke(method, request, token)));
@@ -63,15 +63,27 @@ interface Invoker {
   close(): void;
 }
 
-function connectInvoker(protocol: "connect" | "grpc-web", baseUrl: string): Invoker {
+/**
+ * Any unary method of `service` on an RPC protocol, with the request and answer in their JSON
+ * forms (every field present) and failures as CallResults.
+ */
+export function rpcCaller(service: DescService, protocol: Exclude<Protocol, "rest">, baseUrl: string) {
+  const rpc = protocol === "grpc" ? grpcJsInvoker(service, baseUrl) : connectInvoker(service, protocol, baseUrl);
+  return {
+    call: (method: string, request: Record<string, unknown>): Promise<CallResult> => rpc.invoke(method, request).then(ok, failure),
+    close: () => rpc.close(),
+  };
+}
+
+function connectInvoker(service: DescService, protocol: "connect" | "grpc-web", baseUrl: string): Invoker {
   const transport =
     protocol === "connect"
       ? createConnectTransport({ baseUrl, httpVersion: "1.1" })
       : createGrpcWebTransport({ baseUrl, httpVersion: "1.1" });
-  const client = createClient(RegistryService, transport) as unknown as Record<string, (req: unknown, opts: unknown) => Promise<any>>;
+  const client = createClient(service, transport) as unknown as Record<string, (req: unknown, opts: unknown) => Promise<any>>;
   return {
     async invoke(method, request, token) {
-      const desc = RegistryService.method[lowerFirst(method) as keyof typeof RegistryService.method];
+      const desc = service.methods.find((m) => m.name === method) as { input: DescMessage; output: DescMessage };
       const message = fromJson(desc.input, request as JsonValue);
       const headers = token === undefined ? undefined : { authorization: `Bearer ${token}` };
       const response = await client[lowerFirst(method)]!(message, { headers });
