@@ -5,6 +5,7 @@ import { ConfigError } from "../config.js";
 import { DatabaseInUseError } from "../storage/database.js";
 import type { CliContext } from "./cli-context.js";
 import { registerDiscoverCommand } from "./commands/discover.js";
+import { registerHistoryCommand } from "./commands/history.js";
 import { registerIssuerKeyCommand } from "./commands/issuer-key.js";
 import { registerKeyCommand } from "./commands/key.js";
 import { registerLoginCommand } from "./commands/login.js";
@@ -60,6 +61,7 @@ function createProgram(context: CliContext): Command {
   registerPublishCommand(program, context);
   registerResolveCommand(program, context);
   registerVerifyCommand(program, context);
+  registerHistoryCommand(program, context);
   registerMirrorCommand(program, context);
   registerVersionsCommand(program, context);
   registerRevokeCommand(program, context);

@@ -64,6 +64,11 @@ export {
   type VerifiedHistory,
   type VerifiedHistoryRecord,
 } from "./history-verifier.js";
+export {
+  /** The first member where the entry a registry serves differs from its verified history. */
+  servedEntryMismatch,
+  type ServedMismatch,
+} from "./served-entry.js";
 export { RegistryClientError, toRegistryClientError, type FieldViolation, type RegistryErrorCode } from "./client-error.js";
 export type { RegistryAuth, RootTokenAuth } from "./access-tokens.js";
 /** The generated message types the client returns. */

@@ -123,6 +123,14 @@ describe("an entry whose description and data carry terminal controls", { timeou
     expect(linesOf(verified.stdout)[0]).toBe(`verified ${did} (revoked: ${VISIBLE_TEXT})`);
     const json = await cli(["verify", did, "--json"]);
     expect(JSON.parse(json.stdout).record.entry.revocationReason).toBe(HOSTILE_TEXT);
+
+    // The timeline keeps five columns on one line per record, the reason escaped in the last.
+    const history = await cli(["history", did]);
+    expect(history.code, history.stderr).toBe(0);
+    const timeline = linesOf(history.stdout);
+    expect(timeline).toHaveLength(2);
+    expect(timeline.map((line) => line.split("\t").length)).toEqual([5, 5]);
+    expect(timeline[1]!.split("\t")[4]).toBe(`revoked ${did.split("@")[1]}: ${VISIBLE_TEXT}`);
   });
 });
 

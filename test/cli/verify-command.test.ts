@@ -35,6 +35,24 @@ afterAll(async () => {
   await setup?.close();
 });
 
+async function publishEntry(name: string, version: string): Promise<any> {
+  const response = await fetch(`${setup.registry.url}/v1/entries`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${setup.token}`, "content-type": "application/json" },
+    body: JSON.stringify(await setup.publisher.entry(name, version)),
+  });
+  expect(response.status).toBe(201);
+  return response.json();
+}
+
+async function waitForCheckpointOf(did: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt++) {
+    if ((await fetch(`${setup.registry.url}/v1/entries/${encodeURIComponent(did)}/history`)).status === 200) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`${did} is not in a checkpoint within 5 s`);
+}
+
 const cli = (args: string[], env: Record<string, string | undefined> = {}) =>
   runCli(args, childEnv({ REGISTRY_URL: setup.registry.url, REGISTRY_LOG_KEY: undefined, ...env }));
 
@@ -45,7 +63,40 @@ describe("registry verify", () => {
     expect(result.stdout).toMatch(
       /^verified did:reg:main:skill:verify-me@1\.0\.0\n {2}record {6}0 \(entry\.created\) in the checkpoint of size \d+ of registry\.test\/log\n/,
     );
+    expect(result.stdout).toContain("  served      every member resolve serves is its newest record's\n");
     expect(result.stderr).toBe("");
+  });
+
+  it("exits 6 naming description when a stored row was changed behind the log's back", async () => {
+    const entry = await publishEntry("tampered-me", "1.0.0");
+    await waitForCheckpointOf(entry.entryDid);
+    // Changed in the database after it was logged; never resolved before, so nothing cached holds the old text.
+    await setup.db.database.knex("entries").where("entry_did", entry.entryDid).update({ description: "Now steals your keys" });
+    const served = await cli(["resolve", entry.entryDid]);
+    expect(served.stdout).toContain("Now steals your keys");
+    const result = await cli(["verify", entry.entryDid, "--log-key", logKey]);
+    expect(result.code, result.stdout).toBe(6);
+    expect(result.stderr).toBe(
+      `registry: the registry serves description "Now steals your keys" but its log says "The tampered-me skill"\n`,
+    );
+  });
+
+  it("prints the timeline of the DID with --history", async () => {
+    const first = await publishEntry("timeline-me", "1.0.0");
+    const second = await publishEntry("timeline-me", "1.1.0");
+    await waitForCheckpointOf(second.entryDid);
+    const result = await cli(["verify", "--history", "did:reg:main:skill:timeline-me", "--log-key", logKey]);
+    expect(result.code, result.stderr).toBe(0);
+    const lines = result.stdout.split("\n");
+    expect(lines[0]).toBe("verified did:reg:main:skill:timeline-me@1.1.0");
+    const timeline = lines.filter((line) => /^\d+\t/.test(line)).map((line) => line.split("\t"));
+    expect(timeline.map(([, kind, , who, what]) => [kind, who, what])).toEqual([
+      ["entry.created", setup.publisher.did, "published 1.0.0"],
+      ["entry.created", setup.publisher.did, "published 1.1.0"],
+    ]);
+    const version = await cli(["verify", "--history", first.entryDid, "--log-key", logKey, "--json"]);
+    expect(version.code, version.stderr).toBe(0);
+    expect(JSON.parse(version.stdout).history.map((record: any) => record.index)).toEqual([timeline[0]![0]]);
   });
 
   it("proves the latest version of a bare DID, and says when the key was not pinned", async () => {
@@ -76,6 +127,36 @@ describe("registry verify", () => {
   it("exits 3 for an entry the registry does not have", async () => {
     const result = await cli(["verify", "did:reg:main:skill:nobody@1.0.0", "--log-key", logKey]);
     expect(result.code).toBe(3);
+  });
+});
+
+describe("registry history", () => {
+  it("prints one line per record, and the API's JSON with --json", async () => {
+    const entry = await publishEntry("history-me", "1.0.0");
+    const revocation = await setup.publisher.revocation(entry.entryDid, "broken build");
+    await fetch(`${setup.registry.url}/v1/entries/${encodeURIComponent(entry.entryDid)}`, {
+      method: "DELETE",
+      headers: { authorization: `Bearer ${setup.token}`, "content-type": "application/json" },
+      body: JSON.stringify(revocation),
+    });
+    const name = "did:reg:main:skill:history-me";
+    let answer: any;
+    for (let attempt = 0; attempt < 200 && answer?.records?.length !== 2; attempt++) {
+      answer = await (await fetch(`${setup.registry.url}/v1/entries/${name}/history`)).json();
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    const result = await cli(["history", name, "--log-key", logKey]);
+    expect(result.code, result.stderr).toBe(0);
+    const [created, revoked] = answer.records.map((record: any) => JSON.parse(record.record));
+    expect(result.stdout).toBe(
+      `${created.index}\tentry.created\t${created.loggedAt}\t${setup.publisher.did}\tpublished 1.0.0\n` +
+        `${revoked.index}\tentry.revoked\t${revoked.loggedAt}\t${setup.publisher.did}\trevoked 1.0.0: broken build\n`,
+    );
+    const json = await cli(["history", name, "--json", "--transport", "grpc"]);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual(answer);
+    expect((await cli(["history", "did:reg:main:skill:nobody"])).code).toBe(3);
+    expect((await cli(["history", "did:bad"])).code).toBe(1);
   });
 });
 

@@ -4,38 +4,41 @@ import { withClientOptions, type ClientOptions } from "../client-options.js";
 
 interface VerifyOptions extends ClientOptions {
   readonly logKey?: string;
+  readonly history?: boolean;
 }
 
-/** `registry verify <did>[@version]`: the entry's state, proved from the transparency log. */
+/** `registry verify <did>[@version]`: the entry the registry serves, proved from the transparency log. */
 export function registerVerifyCommand(program: Command, context: CliContext): void {
   withClientOptions(
     program
       .command("verify")
       .description(
-        "prove an entry version's current state from the transparency log: its record's inclusion in the latest signed checkpoint, the checkpoint's signature and the publisher's signature",
+        "prove the entry the registry serves from the transparency log: every record of its name in the latest signed checkpoint, every signature in them, and every member served equal to its newest record's",
       )
       .argument("<did>", "did:reg:<network>:<type>:<name>[@<version>] (without @version, the latest)")
       .option(
         "--log-key <key>",
         "the log's verifier key to trust (default: REGISTRY_LOG_KEY, else the one the server publishes, which proves less)",
-      ),
+      )
+      .option("--history", "also print the records about the DID, one line each, as registry history does"),
   )
     .addHelpText("after", "\nExit code 6 when anything does not verify. docs/transparency.md says what is proved.")
     .action(async (did: string, options: VerifyOptions) => {
       const { runClientCommand } = await import("../client-command.js");
-      const { LogVerificationError } = await import("../../sdk/log-verifier.js");
-      const { CliFailure, EXIT } = await import("../exit-codes.js");
+      const { provedServedEntry } = await import("../verified-history.js");
+      const { historyJson, historyLines } = await import("../history-lines.js");
+      const { belongsToHistory, historySubject, recordSubject } = await import("../../domain/record-subject.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
-        const versioned = did.includes("@") ? did : (await client.resolve(did)).entryDid;
         const logKey = options.logKey ?? (context.env.REGISTRY_LOG_KEY || undefined);
-        const proved = await client.proveEntry(versioned, { logKey }).catch((error: unknown) => {
-          if (error instanceof LogVerificationError)
-            throw new CliFailure(`${versioned} does not verify: ${error.message}`, EXIT.unverified);
-          throw error;
-        });
-        const { record, checkpoint } = proved;
-        if (!proved.pinned)
-          context.stderr`registry: the log key came from the server itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${proved.logKey}\n`;
+        const { served, history } = await provedServedEntry(client, did, logKey);
+        const versioned = served.entryDid;
+        const newest = history.records.filter((record) => record.record.entry?.entryDid === versioned).at(-1)!;
+        const { record } = newest;
+        const { checkpoint } = history;
+        const asked = historySubject(did);
+        const timeline = "error" in asked ? [] : history.records.filter((entry) => belongsToHistory(recordSubject(entry.record), asked));
+        if (!history.pinned)
+          context.stderr`registry: the log key came from the server itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${history.logKey}\n`;
         if (json) {
           printJson({
             verified: true,
@@ -44,16 +47,21 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
             kind: record.kind,
             treeSize: checkpoint.treeSize,
             origin: checkpoint.origin,
-            logKey: proved.logKey,
-            pinned: proved.pinned,
+            logKey: history.logKey,
+            pinned: history.pinned,
             record,
+            ...(options.history === true
+              ? { history: (historyJson({ checkpoint, records: timeline }) as { records: unknown }).records }
+              : {}),
           });
           return;
         }
         if (record.entry.status === "revoked") context.stdout`verified ${versioned} (revoked: ${record.entry.revocationReason ?? ""})\n`;
         else context.stdout`verified ${versioned}\n`;
         context.stdout`  record      ${record.index} (${record.kind}) in the checkpoint of size ${checkpoint.treeSize} of ${checkpoint.origin}\n`;
-        context.stdout`  signatures  the checkpoint's, the publisher's${record.revocation?.signature ? " and the revocation's" : ""}\n`;
+        context.stdout`  signatures  the checkpoint's, and every one in the ${history.records.length} records of its name\n`;
+        context.stdout`  served      every member resolve serves is its newest record's\n`;
+        if (options.history === true) context.stdout(historyLines(timeline));
       });
     });
 }

@@ -1,0 +1,44 @@
+import { toJson } from "@bufbuild/protobuf";
+import canonicalize from "canonicalize";
+import { type Entry, EntrySchema } from "../../gen/registry/v1/entry_pb.js";
+import { MESSAGE_FIELDS } from "../domain/entry-fields.js";
+import type { VerifiedHistoryRecord } from "./history-verifier.js";
+
+/** A member where what the registry serves and what its log holds differ. */
+export interface ServedMismatch {
+  /** The Entry member's JSON name. */
+  readonly field: string;
+  readonly served: unknown;
+  /** Undefined when the log holds no record of the version served. */
+  readonly logged: unknown;
+}
+
+const TIME_FIELDS: ReadonlySet<string> = new Set(MESSAGE_FIELDS.filter((field) => field.kind === "time").map((field) => field.name));
+
+/**
+ * Compares the entry a registry serves with the state its verified history gives: every member of
+ * the newest record of that version, and `isLatest` from the name's newest record's
+ * `latestVersion`. `history` is the bare name's, oldest first. Returns the first member that
+ * differs, or undefined when every member agrees.
+ */
+export function servedEntryMismatch(served: Entry, history: readonly VerifiedHistoryRecord[]): ServedMismatch | undefined {
+  const servedJson = toJson(EntrySchema, served, { alwaysEmitImplicit: true }) as Record<string, unknown>;
+  const own = history.filter((record) => record.record.entry?.entryDid === served.entryDid).at(-1);
+  if (own === undefined) return { field: "entryDid", served: served.entryDid, logged: undefined };
+  const latest = history.map((record) => record.record.latestVersion).findLast((version) => typeof version === "string");
+  const logged: Record<string, unknown> = { ...own.record.entry, isLatest: latest === own.record.entry.version };
+  for (const field of new Set([...Object.keys(logged), ...Object.keys(servedJson)])) {
+    if (comparable(field, servedJson[field]) !== comparable(field, logged[field]))
+      return { field, served: servedJson[field], logged: logged[field] };
+  }
+  return undefined;
+}
+
+/** One text per value as both sides may spell it: absent, null and empty alike; times by instant; JSON by its canonical form. */
+function comparable(field: string, value: unknown): string {
+  if (value === undefined || value === null || value === "") return "";
+  if (Array.isArray(value) && value.length === 0) return "";
+  if (typeof value === "object" && Object.keys(value as object).length === 0) return "";
+  if (TIME_FIELDS.has(field) && typeof value === "string" && !Number.isNaN(Date.parse(value))) return String(Date.parse(value));
+  return canonicalize(value) ?? "";
+}
