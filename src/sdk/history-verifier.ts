@@ -60,9 +60,10 @@ export async function fetchVerifiedHistory(
   logKey: NoteKey,
   page: (after: bigint | undefined, treeSize: bigint) => Promise<HistoryPageAnswer>,
 ): Promise<VerifiedHistory> {
+  // The registry refuses a DID that is not one (invalid_argument naming did) before anything is checked.
+  const first = await page(undefined, 0n);
   const subject = historySubject(did);
   if ("error" in subject) throw new LogVerificationError(`${did} is not an entry DID: ${subject.error}`);
-  const first = await page(undefined, 0n);
   const checkpoint = await verifyCheckpoint(first.checkpoint, logKey);
   const records: VerifiedHistoryRecord[] = [];
   for (let answer = first; ; ) {
