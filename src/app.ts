@@ -6,6 +6,7 @@ import { createTokenIssuer } from "./auth/token-issuer.js";
 import { createAdminCredentialVerifier, generateAdminCredential, type AdminCredentialVerifier } from "./auth/admin-credential.js";
 import { createRootTokenAdmin } from "./auth/root-token-admin.js";
 import { ConfigError, type RegistryConfig } from "./config.js";
+import { createEntryActionService } from "./entries/entry-action-service.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./discovery/page-cursor.js";
@@ -566,6 +567,7 @@ async function createServices(
     findRootToken: (id) => authRepository.findRootTokenById(id),
   });
   const entries = createEntryService({ repository: entryRepository, entryTypes: config.entryTypes });
+  const actions = createEntryActionService({ repository: entryRepository });
   const discoveryOn = (knex: Database["knex"]) => createKnexDiscoveryRepository(knex, { statementTimeoutMs: config.discoveryTimeoutMs });
   const discovery = createDiscoveryService({
     repository:
@@ -586,6 +588,7 @@ async function createServices(
   });
   const impl = createRegistryServiceImpl({
     entries,
+    actions,
     discovery,
     authenticate: (header) => verifier.authenticate(header),
     resolveMaxAgeSeconds: config.resolveMaxAgeSeconds,

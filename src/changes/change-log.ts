@@ -1,7 +1,8 @@
-import type { StoredEntry } from "../entries/entry-repository.js";
+import type { ActionKind, SignedRequest, StoredEntry } from "../entries/entry-repository.js";
 
-/** What a change did to its entry. */
-export type ChangeKind = "entry.created" | "entry.revoked";
+/** What a change did: created or revoked one version, or a signed lifecycle or moderation request. */
+export type ChangeKind = "entry.created" | "entry.revoked" | ActionKind;
+export type { ActionKind, SignedRequest };
 
 /** The signed request behind a revocation, as the log keeps it so a mirror can re-verify it. */
 export interface LoggedRevocation {
@@ -14,17 +15,35 @@ export interface LoggedRevocation {
   readonly signer: string;
 }
 
-/** One record of the change log. */
-export interface LoggedChange {
+interface LoggedChangeBase {
   /** Gapless from 0, in commit order. */
   readonly index: bigint;
-  readonly kind: ChangeKind;
-  /** The entry right after the change. */
-  readonly entry: StoredEntry;
   /** The version resolving the bare DID returned right after the change; "" when none. */
   readonly latestVersion: string;
-  readonly revocation?: LoggedRevocation;
   readonly loggedAt: Date;
+}
+
+/** A create or a revocation of one version: the entry right after it. */
+export interface EntryChange extends LoggedChangeBase {
+  readonly kind: "entry.created" | "entry.revoked";
+  readonly entry: StoredEntry;
+  /** Set on revocations. */
+  readonly revocation?: LoggedRevocation;
+}
+
+/** One signed request, however many versions it changed: each of them right after it. */
+export interface ActionChange extends LoggedChangeBase {
+  readonly kind: ActionKind;
+  readonly entries: readonly StoredEntry[];
+  readonly request: SignedRequest;
+}
+
+/** One record of the change log. */
+export type LoggedChange = EntryChange | ActionChange;
+
+/** The versions a change is about, each right after it. */
+export function changedEntries(change: LoggedChange): readonly StoredEntry[] {
+  return "entries" in change ? change.entries : [change.entry];
 }
 
 export interface ChangePage {

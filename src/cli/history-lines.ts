@@ -12,14 +12,21 @@ export function historyLines(records: readonly VerifiedHistoryRecord[]): string 
 }
 
 function who({ record }: VerifiedHistoryRecord): string {
-  if (record.kind === "entry.created") return record.entry.publisherDid;
+  if (record.request !== undefined) return record.request.by ?? "-";
+  if (record.kind === "entry.created") return record.entry?.publisherDid ?? "-";
   // Revocations from before the log kept no signer.
   return record.revocation?.signer || "-";
 }
 
 function what({ record }: VerifiedHistoryRecord): string {
-  if (record.kind === "entry.created") return `published ${record.entry.version}`;
-  return `revoked ${record.entry.version}: ${record.revocation?.reason ?? record.entry.revocationReason ?? ""}`;
+  const request = record.request;
+  if (request !== undefined) {
+    const why = [request.policy, request.reason || request.note].filter(Boolean).join(": ");
+    const replacement = request.replacement ? ` for ${request.replacement}` : "";
+    return `${request.action} ${request.subject}${replacement}${why === "" ? "" : `: ${why}`}`;
+  }
+  if (record.kind === "entry.created") return `published ${record.entry?.version}`;
+  return `revoked ${record.entry?.version}: ${record.revocation?.reason ?? record.entry?.revocationReason ?? ""}`;
 }
 
 /** A history as GET /v1/entries/{did}/history answers it, its pages joined: the record text and base64 proofs. */

@@ -3,6 +3,7 @@
  * conditions and the query language meet here, so the same question asked either way runs the same
  * SQL and returns the same entries. Pure: no I/O.
  */
+import { DEFAULT_DISCOVERY_STATUSES } from "../domain/version-state.js";
 import type { Column, Expr, OrderItem, Query, SortDirection } from "./query-language/ast.js";
 import { columnText } from "./query-language/ast.js";
 import { cursorBinding } from "./page-cursor.js";
@@ -58,14 +59,17 @@ export function planDiscovery<P extends Projection>(endpoint: DiscoveryEndpoint,
  */
 const LIFECYCLE_COLUMNS: readonly string[] = ["status", "revoked_at"];
 
-/** Revoked entries are left out unless the filter says something about the lifecycle itself. */
+/**
+ * Only active and deprecated versions unless the filter says something about the lifecycle
+ * itself: yanked, quarantined, revoked and removed ones are reached by naming `status`.
+ */
 function withDefaultStatus(where: Expr | undefined): Expr | undefined {
   if (where !== undefined && LIFECYCLE_COLUMNS.some((name) => mentionsColumn(where, name))) return where;
   const active: Expr = {
-    kind: "comparison",
+    kind: "in",
     column: { kind: "column", name: "status", position: SOMEWHERE },
-    op: "=",
-    value: { value: "active", position: SOMEWHERE },
+    values: DEFAULT_DISCOVERY_STATUSES.map((value) => ({ value, position: SOMEWHERE })),
+    negated: false,
     position: SOMEWHERE,
   };
   if (where === undefined) return active;

@@ -11,6 +11,8 @@
  * gains a field (signing-payload.ts).
  */
 
+import { VERSION_STATUSES, type VersionStatus } from "./version-state.js";
+
 /** The signed entry payloads; a create that names none is `registry.entry.v1`, so older clients keep working. */
 export const ENTRY_PAYLOAD_TYPES = ["registry.entry.v1", "registry.entry.v2"] as const;
 export type EntryPayloadType = (typeof ENTRY_PAYLOAD_TYPES)[number];
@@ -19,10 +21,17 @@ export type EntryPayloadType = (typeof ENTRY_PAYLOAD_TYPES)[number];
 export type TextRule = "https-url" | "spdx-expression";
 
 /** How a field's values compare in discovery, which decides the operators and literals it accepts. */
-export type FieldKind = "text" | "semver" | "time" | "number" | "amount" | "tags" | "boolean" | "status" | "json";
+export type FieldKind = "text" | "semver" | "time" | "number" | "amount" | "tags" | "boolean" | "status" | "json" | "mark";
 
-export const ENTRY_STATUSES = ["active", "revoked"] as const;
-export type EntryStatus = (typeof ENTRY_STATUSES)[number];
+/** Least severe first (docs/lifecycle.md): a version's status is the most severe mark on it. */
+export const ENTRY_STATUSES = VERSION_STATUSES;
+export type EntryStatus = VersionStatus;
+
+/**
+ * A mark a lifecycle or moderation action set on a version, as stored and returned: its members
+ * (reason, replacement, policy, note, by) and `at`, RFC 3339 text.
+ */
+export type MarkValue = Readonly<Record<string, string>>;
 
 /**
  * Who sets a field: the publisher (sent and signed), the registry from the publisher's fields
@@ -50,6 +59,8 @@ export interface EntryFieldSpec {
   readonly textRule?: TextRule;
   /** What a stored state written before the field existed holds for it (older log records). */
   readonly absentAs?: string;
+  /** For a mark: the proto message it is carried in (registry.v1.<message>). */
+  readonly message?: "Deprecation" | "Yank" | "Moderation" | "Archive";
   /** Stored as NULL when absent (revocations); absent text is stored as '' instead. */
   readonly nullable?: boolean;
   /** The column that orders a SemVer field by precedence. */
@@ -133,6 +144,13 @@ export const ENTRY_FIELDS = [
     signed: true,
     absentAs: "registry.entry.v1",
   },
+  { name: "deprecation", column: "deprecation", kind: "mark", setBy: "registry", queryable: false, nullable: true, message: "Deprecation" },
+  { name: "yank", column: "yank", kind: "mark", setBy: "registry", queryable: false, nullable: true, message: "Yank" },
+  { name: "quarantine", column: "quarantine", kind: "mark", setBy: "registry", queryable: false, nullable: true, message: "Moderation" },
+  { name: "removal", column: "removal", kind: "mark", setBy: "registry", queryable: false, nullable: true, message: "Moderation" },
+  { name: "archive", column: "archive", kind: "mark", setBy: "registry", queryable: false, nullable: true, message: "Archive" },
+  { name: "deprecated", column: "deprecated", kind: "boolean", setBy: "registry", queryable: true },
+  { name: "archived", column: "archived", kind: "boolean", setBy: "registry", queryable: true },
 ] as const satisfies readonly EntryFieldSpec[];
 
 export type EntryField = (typeof ENTRY_FIELDS)[number];
@@ -148,6 +166,7 @@ interface KindValues {
   boolean: boolean;
   status: EntryStatus;
   json: Record<string, unknown>;
+  mark: MarkValue;
 }
 
 type FieldValue<F extends EntryField> = KindValues[F["kind"]] | (F extends { readonly nullable: true } ? null : never);
@@ -172,7 +191,9 @@ export const PUBLISHER_FIELDS: readonly EntryField[] = ENTRY_FIELDS.filter((fiel
 export const REGISTRY_FIELDS: readonly EntryField[] = ENTRY_FIELDS.filter((field) => field.setBy === "registry");
 /** The fields of the Entry message: every field but those derived for storage. */
 export const MESSAGE_FIELDS: readonly EntryField[] = ENTRY_FIELDS.filter((field) => field.setBy !== "derived");
-export const QUERYABLE_FIELDS: readonly EntryField[] = ENTRY_FIELDS.filter((field) => field.queryable);
+/** The fields discovery and the query language reach; a mark never is (its boolean is). */
+export type QueryableField = Extract<EntryField, { readonly queryable: true }>;
+export const QUERYABLE_FIELDS: readonly QueryableField[] = ENTRY_FIELDS.filter((field): field is QueryableField => field.queryable);
 
 const byColumn = new Map<string, EntryField>(ENTRY_FIELDS.map((field) => [field.column, field]));
 

@@ -33,15 +33,21 @@ export function createChangeFeedServiceImpl(feed: ChangeLogService): ServiceImpl
  * its reflection; test/edge/change-json.test.ts holds the two equal.
  */
 export function changeMessage(change: LoggedChange): Change {
-  const revocation = change.revocation;
   const message: Change = {
     $typeName: ChangeSchema.typeName,
     index: change.index,
     kind: change.kind,
-    entry: entryMessage(change.entry),
     latestVersion: change.latestVersion,
     loggedAt: change.loggedAt.toISOString(),
+    entries: [],
   };
+  if ("entries" in change) {
+    message.entries = change.entries.map(entryMessage);
+    message.request = { ...change.request };
+    return writeJsonWith(message, changeJson);
+  }
+  message.entry = entryMessage(change.entry);
+  const revocation = change.revocation;
   if (revocation !== undefined) {
     const { did, reason, signature, signer } = revocation;
     message.revocation = { $typeName: RevocationSchema.typeName, did, reason, signature, signer };

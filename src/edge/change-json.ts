@@ -1,5 +1,6 @@
 import { MESSAGE_FIELDS } from "../domain/entry-fields.js";
 import type { Change } from "../../gen/registry/v1/change_feed_service_pb.js";
+import type { Message } from "@bufbuild/protobuf";
 import type { Entry } from "../../gen/registry/v1/entry_pb.js";
 
 /**
@@ -19,6 +20,8 @@ export function changeJson(change: Change): string {
   if (revocation !== undefined)
     json.revocation = { did: revocation.did, reason: revocation.reason, signature: revocation.signature, signer: revocation.signer };
   json.loggedAt = change.loggedAt;
+  json.entries = change.entries.map(entryJson);
+  if (change.request !== undefined) json.request = change.request;
   return JSON.stringify(json);
 }
 
@@ -28,7 +31,12 @@ function entryJson(entry: Entry): Record<string, unknown> {
   for (const field of MESSAGE_FIELDS) {
     const value: unknown = entry[field.name as keyof Entry];
     if (value === undefined) continue;
-    json[field.name] = typeof value === "bigint" ? value.toString() : value;
+    json[field.name] = typeof value === "bigint" ? value.toString() : field.kind === "mark" ? markJson(value as Message) : value;
   }
   return json;
+}
+
+/** A mark's members in field order, without the message's type name. */
+function markJson({ $typeName: _, ...members }: Message): Record<string, unknown> {
+  return members;
 }

@@ -41,7 +41,12 @@ export const ADDRESS_LIMITS: readonly AddressLimit[] = [
  * Methods limited per publisher (the "writes" policy), drawn in their handlers once the token is
  * verified (createWriteLimit), since the publisher is known only then.
  */
-export const PUBLISHER_LIMITED: readonly DescMethod[] = [RegistryService.method.createEntry, RegistryService.method.revokeEntry];
+export const PUBLISHER_LIMITED: readonly DescMethod[] = [
+  RegistryService.method.createEntry,
+  RegistryService.method.revokeEntry,
+  RegistryService.method.changeLifecycle,
+  RegistryService.method.moderateEntry,
+];
 
 /**
  * The bearer credential a method needs: an access token (JWT) for writes, a root token to get
@@ -52,6 +57,8 @@ export type BearerScheme = "accessToken" | "rootToken" | "adminCredential";
 const BEARER: ReadonlyMap<DescMethod, BearerScheme> = new Map<DescMethod, BearerScheme>([
   [RegistryService.method.createEntry, "accessToken"],
   [RegistryService.method.revokeEntry, "accessToken"],
+  [RegistryService.method.changeLifecycle, "accessToken"],
+  [RegistryService.method.moderateEntry, "accessToken"],
   [TokenService.method.issueToken, "rootToken"],
   [AdminService.method.createRootToken, "adminCredential"],
   [AdminService.method.listRootTokens, "adminCredential"],

@@ -2,16 +2,33 @@ import { isFieldSet, type DescField, type MessageInitShape } from "@bufbuild/pro
 import type { Value } from "@bufbuild/protobuf/wkt";
 import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
 import type { Principal } from "../auth/principal.js";
-import { MESSAGE_FIELDS, PUBLISHER_FIELDS, REGISTRY_FIELDS, type EntryField } from "../domain/entry-fields.js";
+import {
+  fieldSpec,
+  MESSAGE_FIELDS,
+  PUBLISHER_FIELDS,
+  REGISTRY_FIELDS,
+  type EntryField,
+  type EntryFieldSpec,
+  type MarkValue,
+} from "../domain/entry-fields.js";
 import type { EntryInput } from "../domain/entry-rules.js";
 import type { StoredEntry, EntryVersionSummary } from "../entries/entry-repository.js";
+import type { EntryActionService } from "../entries/entry-action-service.js";
 import type { EntryService } from "../entries/entry-service.js";
 import type { DiscoveryService } from "../discovery/discovery-service.js";
 import type { JsonValue } from "../discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../errors.js";
 import { notePrincipal } from "./observability.js";
 import type { WriteLimit } from "./rate-limit-interceptor.js";
-import { EntrySchema, type Entry, type EntryVersionSchema } from "../../gen/registry/v1/entry_pb.js";
+import {
+  ArchiveSchema,
+  DeprecationSchema,
+  EntrySchema,
+  ModerationSchema,
+  YankSchema,
+  type Entry,
+  type EntryVersionSchema,
+} from "../../gen/registry/v1/entry_pb.js";
 import type { DiscoverCondition, RegistryService } from "../../gen/registry/v1/registry_service_pb.js";
 
 /** Authenticates the caller of a write from its authorization header. */
@@ -19,6 +36,7 @@ export type Authenticate = (authorization: string | null) => Promise<Principal>;
 
 export interface RegistryServiceImplOptions {
   readonly entries: EntryService;
+  readonly actions: EntryActionService;
   readonly discovery: DiscoveryService;
   readonly authenticate: Authenticate;
   /** How long HTTP caches may keep a resolve of name@version; 0 makes them revalidate it too. */
@@ -41,7 +59,7 @@ function resolveCacheControl(did: string, maxAgeSeconds: number): string {
 
 /** registry.v1.RegistryService: translation between protobuf messages and the entry service. */
 export function createRegistryServiceImpl(options: RegistryServiceImplOptions): ServiceImpl<typeof RegistryService> {
-  const { entries, discovery, authenticate, limitWrite } = options;
+  const { entries, actions, discovery, authenticate, limitWrite } = options;
 
   /** The verified caller of a write, once the write limit let the call through. */
   async function caller(context: HandlerContext): Promise<Principal> {
@@ -79,6 +97,16 @@ export function createRegistryServiceImpl(options: RegistryServiceImplOptions): 
       const principal = await caller(context);
       const revoked = await entries.revoke(principal, request);
       return { entries: revoked.map(entryMessage) };
+    },
+    async changeLifecycle(request, context) {
+      const principal = await caller(context);
+      const changed = await actions.changeLifecycle(principal, request);
+      return { entries: changed.map(entryMessage) };
+    },
+    async moderateEntry(request, context) {
+      const principal = await caller(context);
+      const changed = await actions.moderate(principal, request);
+      return { entries: changed.map(entryMessage) };
     },
     async discoverEntries(request) {
       const result = await discovery.discover({
@@ -161,10 +189,32 @@ function entryInit(entry: StoredEntry): MessageInitShape<typeof EntrySchema> {
   for (const field of MESSAGE_FIELDS) {
     const value: unknown = entry[field.name as keyof StoredEntry];
     if (value === null) continue;
-    init[field.name] = value instanceof Date ? value.toISOString() : Array.isArray(value) ? [...value] : value;
+    init[field.name] =
+      value instanceof Date
+        ? value.toISOString()
+        : Array.isArray(value)
+          ? [...value]
+          : field.kind === "mark"
+            ? markMessage(fieldSpec(field).message, value as MarkValue)
+            : value;
   }
   return init as MessageInitShape<typeof EntrySchema>;
 }
+
+/** A mark as its message: the members in the message's field order, whatever order the stored JSON has. */
+function markMessage(message: EntryFieldSpec["message"], value: MarkValue): Record<string, unknown> {
+  const schema = MARK_SCHEMAS[message ?? "Archive"];
+  const init: Record<string, unknown> = { $typeName: schema.typeName };
+  for (const field of schema.fields) init[field.localName] = value[field.localName] ?? "";
+  return init;
+}
+
+const MARK_SCHEMAS = Object.freeze({
+  Deprecation: DeprecationSchema,
+  Yank: YankSchema,
+  Moderation: ModerationSchema,
+  Archive: ArchiveSchema,
+});
 
 function versionMessage(version: EntryVersionSummary): MessageInitShape<typeof EntryVersionSchema> {
   return {
@@ -173,5 +223,7 @@ function versionMessage(version: EntryVersionSummary): MessageInitShape<typeof E
     status: version.status,
     publishedAt: version.publishedAt.toISOString(),
     sequence: version.sequence,
+    deprecated: version.deprecated,
+    yanked: version.yanked,
   };
 }

@@ -1,4 +1,4 @@
-import type { EntryStatus, PublishedFields, RegistryAssignedFields } from "../domain/entry-fields.js";
+import type { EntryStatus, MarkValue, PublishedFields, RegistryAssignedFields } from "../domain/entry-fields.js";
 import type { ValidEntry } from "../domain/entry-rules.js";
 
 export type { EntryStatus };
@@ -17,6 +17,8 @@ export interface EntryVersionSummary {
   readonly status: EntryStatus;
   readonly publishedAt: Date;
   readonly sequence: bigint;
+  readonly deprecated: boolean;
+  readonly yanked: boolean;
 }
 
 /** Who owns an entry DID: its first publisher, and the type all its versions share. */
@@ -34,6 +36,47 @@ export interface Revocation {
   readonly signature: string;
   /** The did:key whose key signed it. */
   readonly signer: string;
+}
+
+/** The log record kinds of signed actions. */
+export type ActionKind = "entry.lifecycle" | "entry.moderation";
+
+/** A lifecycle or moderation request exactly as signed: its payload's members and `signature`. */
+export type SignedRequest = Readonly<Record<string, string>>;
+
+/** A name as a signed action finds it, inside the action's transaction. */
+export interface ActionTarget {
+  readonly owner: EntryOwner;
+  /** The name's archive mark; null when not archived. */
+  readonly archive: MarkValue | null;
+  /** The versions addressed: one, or every version of the name, highest precedence first. */
+  readonly versions: readonly StoredEntry[];
+  /** The issuedAt of the last accepted request of this payload type on the name. */
+  readonly lastIssuedAt: Date | undefined;
+}
+
+/** What a signed action changes: the marks (and withheld fields) of some versions, and the name's archive. */
+export interface ActionOutcome {
+  readonly versions: readonly { readonly sequence: bigint; readonly columns: VersionColumnChanges }[];
+  /** Set when the archive changed: the new mark, or null when lifted. */
+  readonly archive?: MarkValue | null;
+}
+
+/** Columns an action may write on a version: its marks, and the fields a removal withholds. */
+export type VersionColumnChanges = Readonly<
+  Partial<Record<"deprecation" | "yank" | "quarantine" | "removal", MarkValue | null>> &
+    Partial<Record<"description" | "homepage" | "repository" | "license", string>> & {
+      readonly tags?: readonly string[];
+      readonly data?: Readonly<Record<string, unknown>>;
+    }
+>;
+
+/** A signed lifecycle or moderation request, as the log keeps it. */
+export interface SignedAction {
+  readonly kind: ActionKind;
+  readonly payloadType: string;
+  readonly issuedAt: Date;
+  readonly request: SignedRequest;
 }
 
 /**
@@ -66,4 +109,18 @@ export interface EntryRepository {
    * in its revoked state; an empty list when nothing was addressed.
    */
   revoke(baseDid: string, version: string | undefined, revocation: Revocation): Promise<StoredEntry[]>;
+
+  /**
+   * Applies a signed action in one transaction: locks the name, hands `decide` what it addresses
+   * (one version, or every version when `version` is undefined), records the request's issuedAt,
+   * writes what `decide` returns, recomputes latest and, when anything changed, appends one log
+   * record holding the request and each changed version. Returns the addressed versions after
+   * the action, or undefined when the name does not exist. Errors `decide` throws undo it all.
+   */
+  applyAction(
+    baseDid: string,
+    version: string | undefined,
+    action: SignedAction,
+    decide: (target: ActionTarget) => ActionOutcome,
+  ): Promise<StoredEntry[] | undefined>;
 }

@@ -8,7 +8,7 @@ import type { EntryRepository } from "./entry-repository.js";
  */
 export function createReadOnlyEntryRepository(repository: EntryRepository, sourceOrigin: string): EntryRepository {
   const refuse = (): never => {
-    throw new FailedPreconditionError(`this registry serves a mirror of ${sourceOrigin}: publish and revoke there`);
+    throw new FailedPreconditionError(`this registry serves a mirror of ${sourceOrigin}: publish, revoke and act there`);
   };
-  return { ...repository, createEntry: async () => refuse(), revoke: async () => refuse() };
+  return { ...repository, createEntry: async () => refuse(), revoke: async () => refuse(), applyAction: async () => refuse() };
 }

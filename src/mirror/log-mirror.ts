@@ -198,6 +198,8 @@ async function mirroredChange(bytes: Uint8Array, index: number): Promise<Mirrore
     if (record.index !== String(index)) throw new LogVerificationError(`record ${index} says it is record ${record.index}`);
     await verifyRecordSignatures(record);
     const entry = record.entry;
+    if (entry === undefined)
+      throw new LogVerificationError(`record ${index} is a ${record.kind} record, which this mirror cannot fold yet`);
     const loggedAt = new Date(record.loggedAt);
     const valid = validateEntry(
       Object.fromEntries(PUBLISHER_FIELDS.map((field) => [field.name, entry[field.name]])),

@@ -36,6 +36,8 @@ export type {
   SigningKey,
   CallOptions,
   WriteOptions,
+  LifecycleOptions,
+  ModerationOptions,
   DiscoverRequest,
   DiscoverConditionInput,
   DiscoverPage,
@@ -83,6 +85,10 @@ export {
   signEntry,
   /** Signs a revocation of a DID as addressed; returns the `signature` of the DELETE body. */
   signRevocation,
+  /** Signs a lifecycle request (registry.lifecycle.v1); returns its `signature`. */
+  signLifecycle,
+  /** Signs a moderation request (registry.moderation.v1); returns its `signature`. */
+  signModeration,
   /** Checks an entry signature against the key in `publisherDid`. */
   verifyEntrySignature,
   /** Checks a revocation signature against a signer's `did:key`. */
@@ -99,6 +105,21 @@ export {
   encodeBase64url,
   type KeyPair,
 } from "./signing.js";
+
+export {
+  /** RFC 8785 canonical bytes of the lifecycle payload: what `signLifecycle` signs. */
+  lifecycleSigningPayload,
+  /** RFC 8785 canonical bytes of the moderation payload: what `signModeration` signs. */
+  moderationSigningPayload,
+  LIFECYCLE_ACTIONS,
+  MODERATION_ACTIONS,
+  MODERATION_POLICIES,
+  type LifecycleAction,
+  type ModerationAction,
+  type ModerationPolicy,
+  type LifecyclePayloadFields,
+  type ModerationPayloadFields,
+} from "../domain/action-payloads.js";
 
 export {
   /** RFC 8785 canonical bytes of the create payload: what `signEntry` signs. */

@@ -1,11 +1,13 @@
 import { sha256 } from "@noble/hashes/sha2.js";
+import canonicalize from "canonicalize";
+import { ed25519KeyFromDid } from "../domain/did-key.js";
 import { ENTRY_FIELDS, fieldSpec } from "../domain/entry-fields.js";
 import type { EntrySigningFields } from "../domain/signing-payload.js";
 import { parseCheckpoint } from "../transparency/checkpoint.js";
 import { createMerkleHasher, type Sha256 } from "../transparency/merkle.js";
 import { openNote, parseVerifierKey, type NoteKey } from "../transparency/signed-note.js";
 import { verifyConsistency, verifyInclusion } from "../transparency/verify.js";
-import { verifyEd25519, verifyEntrySignature, verifyRevocationSignature } from "./signing.js";
+import { decodeSignature, verifyEd25519, verifyEntrySignature, verifyRevocationSignature } from "./signing.js";
 
 /**
  * Verifiers of the registry's transparency log (docs/transparency.md), for Node and browsers:
@@ -48,15 +50,37 @@ export async function verifyCheckpoint(note: string, logKey: NoteKey): Promise<V
   return { origin: checkpoint.origin, treeSize: checkpoint.size, rootHash: checkpoint.rootHash, note };
 }
 
-/** A record of the log, parsed from the canonical bytes the log hashed. */
+/** The kinds of record a log holds (docs/transparency.md). */
+export const RECORD_KINDS = Object.freeze(["entry.created", "entry.revoked", "entry.lifecycle", "entry.moderation"] as const);
+export type RecordKind = (typeof RECORD_KINDS)[number];
+
+/** The payload type a lifecycle or moderation record's request must carry. */
+const REQUEST_PAYLOAD_TYPES: Readonly<Partial<Record<RecordKind, string>>> = Object.freeze({
+  "entry.lifecycle": "registry.lifecycle.v1",
+  "entry.moderation": "registry.moderation.v1",
+});
+
+/**
+ * A record of the log, parsed from the canonical bytes the log hashed: a create or revocation has
+ * `entry` (and `revocation`); a lifecycle or moderation request has `entries` and `request`.
+ */
 export interface LogRecord {
   readonly index: string;
-  readonly kind: "entry.created" | "entry.revoked";
+  readonly kind: RecordKind;
   // biome-ignore lint/suspicious/noExplicitAny: the entry as the log holds it; the signature check and validateEntry vet the fields read
-  readonly entry: Record<string, any>;
+  readonly entry?: Record<string, any>;
+  // biome-ignore lint/suspicious/noExplicitAny: as entry
+  readonly entries?: readonly Record<string, any>[];
+  readonly request?: Readonly<Record<string, string>>;
   readonly latestVersion: string;
-  readonly revocation: { did: string; reason: string; signature: string; signer: string } | null;
+  readonly revocation?: { did: string; reason: string; signature: string; signer: string } | null;
   readonly loggedAt: string;
+}
+
+/** The versions a record is about, each in its state right after the record. */
+// biome-ignore lint/suspicious/noExplicitAny: as LogRecord.entry
+export function recordEntries(record: LogRecord): readonly Record<string, any>[] {
+  return record.entries ?? (record.entry === undefined ? [] : [record.entry]);
 }
 
 export interface EntryProof {
@@ -88,7 +112,8 @@ export async function verifyEntryProof(
   verifyRecordInclusion(answer.record, index, answer.proof, checkpoint);
   const record = parseLogRecord(answer.record);
   if (record.index !== String(index)) throw new LogVerificationError(`the record says index ${record.index}, not ${index}`);
-  if (record.entry.entryDid !== did) throw new LogVerificationError(`the record is about ${record.entry.entryDid}, not ${did}`);
+  const about = recordEntries(record).map((entry) => entry.entryDid);
+  if (!about.includes(did)) throw new LogVerificationError(`the record is about ${about.join(", ")}, not ${did}`);
   await verifyRecordSignatures(record);
   return { record, checkpoint };
 }
@@ -113,17 +138,20 @@ export function parseLogRecord(bytes: Uint8Array): LogRecord {
   } catch (error) {
     throw new LogVerificationError(`a record is not JSON: ${(error as Error).message}`);
   }
-  const kinds = ["entry.created", "entry.revoked"];
   if (
     typeof record !== "object" ||
     record === null ||
-    typeof record.entry !== "object" ||
-    record.entry === null ||
-    !kinds.includes(record.kind) ||
+    !(RECORD_KINDS as readonly string[]).includes(record.kind) ||
     !/^(0|[1-9]\d*)$/.test(String(record.index))
   ) {
-    throw new LogVerificationError("a record lacks its index, kind or entry");
+    throw new LogVerificationError("a record lacks its index or kind");
   }
+  const isObject = (value: unknown) => typeof value === "object" && value !== null && !Array.isArray(value);
+  const shaped =
+    REQUEST_PAYLOAD_TYPES[record.kind] === undefined
+      ? isObject(record.entry)
+      : Array.isArray(record.entries) && record.entries.every(isObject) && isObject(record.request);
+  if (!shaped) throw new LogVerificationError(`record ${record.index} (${record.kind}) lacks its entry, or its entries and request`);
   return record;
 }
 
@@ -132,15 +160,36 @@ export function parseLogRecord(bytes: Uint8Array): LogRecord {
  * when the log kept it (revocations made before the log existed have none).
  */
 export async function verifyRecordSignatures(record: LogRecord): Promise<void> {
-  const entry = record.entry;
+  if (record.request !== undefined) return verifyRequestSignature(record, record.request);
+  const entry = record.entry ?? {};
   const signed = await verifyEntrySignature(signedFieldsOf(entry), entry.signature).catch(() => false);
   if (!signed) throw new LogVerificationError(`record ${record.index}: the publisher's signature over the entry does not verify`);
   const revocation = record.revocation;
-  if (revocation !== null && revocation.signature !== "") {
+  if (revocation != null && revocation.signature !== "") {
     if (!(await verifyRevocationSignature(revocation.did, revocation.reason, revocation.signature, revocation.signer).catch(() => false))) {
       throw new LogVerificationError(`record ${record.index}: the revocation's signature does not verify`);
     }
   }
+}
+
+/**
+ * A lifecycle or moderation request kept as signed: its members but `signature` are the payload,
+ * so the verifier rebuilds it without knowing each payload's members, and `by` names the key.
+ * The states beside it are the registry's, checked against the request by folding the history.
+ */
+async function verifyRequestSignature(record: LogRecord, request: Readonly<Record<string, string>>): Promise<void> {
+  const { signature, ...payload } = request;
+  if (payload.payloadType !== REQUEST_PAYLOAD_TYPES[record.kind]) {
+    throw new LogVerificationError(`record ${record.index}: a ${record.kind} record's request is of type ${String(payload.payloadType)}`);
+  }
+  const key = ed25519KeyFromDid(String(payload.by));
+  const bytes = typeof signature === "string" ? decodeSignature(signature) : undefined;
+  const canonical = canonicalize(payload);
+  const verified =
+    !("error" in key) && bytes instanceof Uint8Array && canonical !== undefined
+      ? await verifyEd25519(bytes, new TextEncoder().encode(canonical), key).catch(() => false)
+      : false;
+  if (!verified) throw new LogVerificationError(`record ${record.index}: the ${record.kind} request's signature does not verify`);
 }
 
 /**

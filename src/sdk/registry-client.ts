@@ -12,7 +12,8 @@ import { fieldSpec, PUBLISHER_FIELDS, type FieldKind } from "../domain/entry-fie
 import { ENTRY_PAYLOAD_TYPE_V2, type EntrySigningFields } from "../domain/signing-payload.js";
 import { createAccessTokens, type RegistryAuth } from "./access-tokens.js";
 import { mappingErrors, RegistryClientError } from "./client-error.js";
-import { signEntry, signRevocation, type KeyPair } from "./signing.js";
+import { keyPairFromSeed, signEntry, signLifecycle, signModeration, signRevocation, type KeyPair } from "./signing.js";
+import type { LifecycleAction, ModerationAction, ModerationPolicy } from "../domain/action-payloads.js";
 
 /** The options every entry point of the SDK shares; each adds the transports it can offer. */
 export interface RegistryClientBaseOptions {
@@ -48,6 +49,20 @@ export interface WriteOptions extends CallOptions {
   readonly key: SigningKey;
   /** An access token for this write alone, used instead of the client's `auth`. */
   readonly token?: string;
+}
+
+export interface LifecycleOptions extends WriteOptions {
+  /** Why: 1-500 characters; may be empty for the undo actions. */
+  readonly reason?: string;
+  /** Only with `deprecate`: the entry DID to use instead. */
+  readonly replacement?: string;
+}
+
+export interface ModerationOptions extends WriteOptions {
+  /** The policy the decision applies; may be empty only for `unquarantine`. */
+  readonly policy?: ModerationPolicy | "";
+  /** The public note: 1-1,000 characters. */
+  readonly note: string;
 }
 
 /** A structured discovery (docs/api.md, "Discovery"); conditions are ANDed. */
@@ -97,6 +112,14 @@ export interface RegistryClient {
   versions(did: string, options?: CallOptions): Promise<EntryVersion[]>;
   /** Revokes one version (`did@version`) or every active one; returns the entries revoked. */
   revoke(did: string, options: { readonly reason: string } & WriteOptions): Promise<Entry[]>;
+  /**
+   * A signed lifecycle action (docs/lifecycle.md) on one version (`did@version`), every version
+   * of a name, or a name (`archive`, `unarchive`); returns the versions addressed, in their new
+   * state. The key's DID must be the subject of the token.
+   */
+  changeLifecycle(did: string, action: LifecycleAction, options: LifecycleOptions): Promise<Entry[]>;
+  /** A moderator's signed decision (docs/lifecycle.md); the token needs `registry.admin`. */
+  moderate(did: string, action: ModerationAction, options: ModerationOptions): Promise<Entry[]>;
   /** Every matching entry, newest first, fetching pages as the iteration goes. */
   discover(request?: DiscoverRequest, options?: CallOptions): AsyncIterable<Entry>;
   /** One page of a structured discovery, for callers that keep the cursor themselves. */
@@ -235,6 +258,26 @@ export function createClientOverTransport(
         return revoked.entries;
       });
     },
+    async changeLifecycle(did, action, call) {
+      const { privateKey, by } = await signer(call.key);
+      const fields = { subject: did, action, reason: call.reason ?? "", replacement: call.replacement ?? "", by, issuedAt: issuedAt() };
+      const signature = await signLifecycle(fields, privateKey);
+      const bearer = call.token ?? (await accessTokens.forEntryType(() => entryTypeOfDid(did)));
+      return mappingErrors(async () => {
+        const answer = await registry.changeLifecycle({ did, ...fields, signature }, callOptions(call, bearer));
+        return answer.entries;
+      });
+    },
+    async moderate(did, action, call) {
+      const { privateKey, by } = await signer(call.key);
+      const fields = { subject: did, action, policy: call.policy ?? "", note: call.note, by, issuedAt: issuedAt() };
+      const signature = await signModeration(fields, privateKey);
+      const bearer = call.token ?? (await accessTokens.forEntryType(() => entryTypeOfDid(did)));
+      return mappingErrors(async () => {
+        const answer = await registry.moderateEntry({ did, ...fields, signature }, callOptions(call, bearer));
+        return answer.entries;
+      });
+    },
     discover: (request = {}, call) =>
       followCursors((cursor) => discoverPage({ ...request, cursor }, call).then((page) => [page.entries, page.nextCursor])),
     discoverPage,
@@ -289,6 +332,23 @@ function entryMessage(entry: EntryInput, signature: string): MessageInitShape<ty
 const SIGNED_FIELDS = PUBLISHER_FIELDS.filter((field) => fieldSpec(field).signed === true);
 /** What an absent optional field is sent as: the value it is signed as (data stays unset). */
 const ABSENT: Partial<Record<FieldKind, unknown>> = { text: "", amount: "", tags: [] };
+
+/** The seed and DID of a signing key: the DID is the payload's `by`. */
+async function signer(key: SigningKey): Promise<{ privateKey: Uint8Array; by: string }> {
+  const pair = key instanceof Uint8Array ? await keyPairFromSeed(key) : key;
+  return { privateKey: pair.privateKey, by: pair.did };
+}
+
+let lastIssuedAt = 0;
+
+/**
+ * Now, as `toISOString()` writes it, and later than any issuedAt this process made before: the
+ * registry accepts a request on a name only if it is strictly later than the last it accepted.
+ */
+function issuedAt(): string {
+  lastIssuedAt = Math.max(Date.now(), lastIssuedAt + 1);
+  return new Date(lastIssuedAt).toISOString();
+}
 
 /**
  * The private seed of `key`. A key pair whose DID is not the entry's publisher could only make a

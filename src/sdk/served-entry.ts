@@ -3,6 +3,7 @@ import canonicalize from "canonicalize";
 import { type Entry, EntrySchema } from "../../gen/registry/v1/entry_pb.js";
 import { MESSAGE_FIELDS } from "../domain/entry-fields.js";
 import type { VerifiedHistoryRecord } from "./history-verifier.js";
+import { recordEntries } from "./log-verifier.js";
 
 /** A member where what the registry serves and what its log holds differ. */
 export interface ServedMismatch {
@@ -23,10 +24,12 @@ const TIME_FIELDS: ReadonlySet<string> = new Set(MESSAGE_FIELDS.filter((field) =
  */
 export function servedEntryMismatch(served: Entry, history: readonly VerifiedHistoryRecord[]): ServedMismatch | undefined {
   const servedJson = toJson(EntrySchema, served, { alwaysEmitImplicit: true }) as Record<string, unknown>;
-  const own = history.filter((record) => record.record.entry?.entryDid === served.entryDid).at(-1);
+  const own = history
+    .map((record) => recordEntries(record.record).find((entry) => entry.entryDid === served.entryDid))
+    .findLast((entry) => entry !== undefined);
   if (own === undefined) return { field: "entryDid", served: served.entryDid, logged: undefined };
   const latest = history.map((record) => record.record.latestVersion).findLast((version) => typeof version === "string");
-  const logged: Record<string, unknown> = { ...own.record.entry, isLatest: latest === own.record.entry.version };
+  const logged: Record<string, unknown> = { ...own, isLatest: latest === own.version };
   for (const field of new Set([...Object.keys(logged), ...Object.keys(servedJson)])) {
     if (comparable(field, servedJson[field]) !== comparable(field, logged[field]))
       return { field, served: servedJson[field], logged: logged[field] };

@@ -11,6 +11,12 @@ import {
   SMALL_ORDER_NONCE_ERROR,
 } from "../domain/ed25519-strictness.js";
 import { entrySigningPayload, revocationSigningPayload, type EntrySigningFields } from "../domain/signing-payload.js";
+import {
+  lifecycleSigningPayload,
+  moderationSigningPayload,
+  type LifecyclePayloadFields,
+  type ModerationPayloadFields,
+} from "../domain/action-payloads.js";
 
 /**
  * Client-side signing for registry entries and revocations. Runs in browsers as well as Node 20+:
@@ -134,6 +140,19 @@ export function decodePrivateKey(text: string): Uint8Array | { error: string } {
 /** Unpadded base64url, the encoding the registry uses for keys and signatures. */
 export function encodeBase64url(bytes: Uint8Array): string {
   return base64urlnopad.encode(bytes);
+}
+
+/**
+ * Signs a lifecycle request (registry.lifecycle.v1): `by` must be the DID of the key, which is
+ * also the subject of the token that sends it; `issuedAt` as `toISOString()` writes it.
+ */
+export async function signLifecycle(fields: LifecyclePayloadFields, privateKey: Uint8Array): Promise<string> {
+  return signPayload(lifecycleSigningPayload(fields), privateKey);
+}
+
+/** Signs a moderation request (registry.moderation.v1), as signLifecycle does. */
+export async function signModeration(fields: ModerationPayloadFields, privateKey: Uint8Array): Promise<string> {
+  return signPayload(moderationSigningPayload(fields), privateKey);
 }
 
 async function signPayload(payload: Uint8Array, privateKey: Uint8Array): Promise<string> {

@@ -165,6 +165,13 @@ export function createCachedEntryRepository(
         drop(baseDid);
       }
     },
+    async applyAction(baseDid, version, action, decide) {
+      try {
+        return await inner.applyAction(baseDid, version, action, decide);
+      } finally {
+        drop(baseDid);
+      }
+    },
     findLatest: (baseDid) =>
       readThrough(
         baseDid,

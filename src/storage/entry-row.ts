@@ -1,4 +1,4 @@
-import { ENTRY_FIELDS, fieldSpec, type EntryField, type FieldKind } from "../domain/entry-fields.js";
+import { ENTRY_FIELDS, fieldSpec, type EntryField, type FieldKind, type MarkValue } from "../domain/entry-fields.js";
 import type { ValidEntry } from "../domain/entry-rules.js";
 import type { EntryStatus, EntryVersionSummary, StoredEntry } from "../entries/entry-repository.js";
 
@@ -13,6 +13,7 @@ interface ColumnValues {
   boolean: boolean;
   status: EntryStatus;
   json: Record<string, unknown>;
+  mark: MarkValue;
 }
 
 type CatalogueColumns = {
@@ -50,6 +51,7 @@ const FROM_COLUMN: { readonly [K in FieldKind]: (value: ColumnValues[K]) => unkn
   boolean: (value) => value,
   status: (value) => value,
   json: (value) => value,
+  mark: (value) => value,
 };
 
 /**
@@ -91,10 +93,17 @@ export function createdRow(created: CreateEntryArguments, assigned: { sequence: 
     revoked_at: null,
     revocation_reason: null,
     is_latest: assigned.isLatest,
+    deprecation: null,
+    yank: null,
+    quarantine: null,
+    removal: null,
+    archive: null,
+    deprecated: false,
+    archived: false,
   };
 }
 
-export const VERSION_SUMMARY_COLUMNS = ["version", "entry_did", "status", "published_at", "sequence"] as const;
+export const VERSION_SUMMARY_COLUMNS = ["version", "entry_did", "status", "published_at", "sequence", "deprecated", "yank"] as const;
 
 export function versionSummaryFromRow(row: Pick<EntryRow, (typeof VERSION_SUMMARY_COLUMNS)[number]>): EntryVersionSummary {
   return {
@@ -103,5 +112,7 @@ export function versionSummaryFromRow(row: Pick<EntryRow, (typeof VERSION_SUMMAR
     status: row.status,
     publishedAt: row.published_at,
     sequence: BigInt(row.sequence),
+    deprecated: row.deprecated,
+    yanked: row.yank !== null,
   };
 }

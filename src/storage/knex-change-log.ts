@@ -1,5 +1,5 @@
 import type { Knex } from "knex";
-import type { ChangeKind, ChangeLogRepository, LoggedChange } from "../changes/change-log.js";
+import type { ChangeKind, ChangeLogRepository, LoggedChange, SignedRequest } from "../changes/change-log.js";
 import { ENTRY_FIELDS } from "../domain/entry-fields.js";
 import { translateDriverErrors } from "./driver-errors.js";
 import { entryFromRow, type EntryRow } from "./entry-row.js";
@@ -15,13 +15,17 @@ export const LOG_ROW_COLUMNS = [
   "revocation_signature",
   "revocation_signer",
   "logged_at",
+  "entry_states",
+  "request",
 ] as const;
 
 /** A row of `registry_log` (migration 0008) as the `pg` driver returns it. */
 export interface LogRow {
   log_index: string;
   kind: ChangeKind;
-  entry_state: Record<string, unknown>;
+  entry_state: Record<string, unknown> | null;
+  entry_states: Record<string, unknown>[] | null;
+  request: SignedRequest | null;
   latest_version: string;
   revocation_did: string | null;
   revocation_reason: string | null;
@@ -74,16 +78,17 @@ export async function logSize(db: Knex | Knex.Transaction): Promise<bigint> {
 
 /** A record of registry_log as the change it is. */
 export function changeFromRow(row: LogRow): LoggedChange {
-  const change: LoggedChange = {
-    index: BigInt(row.log_index),
-    kind: row.kind,
-    entry: entryFromRow(entryRowFromState(row.entry_state)),
-    latestVersion: row.latest_version,
-    loggedAt: row.logged_at,
-  };
-  if (row.kind !== "entry.revoked") return change;
+  const base = { index: BigInt(row.log_index), latestVersion: row.latest_version, loggedAt: row.logged_at };
+  if (row.kind === "entry.lifecycle" || row.kind === "entry.moderation") {
+    const entries = (row.entry_states ?? []).map((state) => entryFromRow(entryRowFromState(state)));
+    return { ...base, kind: row.kind, entries, request: row.request ?? {} };
+  }
+  const entry = entryFromRow(entryRowFromState(row.entry_state ?? {}));
+  if (row.kind !== "entry.revoked") return { ...base, kind: row.kind, entry };
   return {
-    ...change,
+    ...base,
+    kind: row.kind,
+    entry,
     revocation: {
       did: row.revocation_did ?? "",
       reason: row.revocation_reason ?? "",

@@ -120,6 +120,13 @@ async function writeChange(tx: Knex.Transaction, change: MirroredChange): Promis
       revocation_reason: state.revocationReason,
       // Made latest below, once the version it replaces has given that up.
       is_latest: false,
+      deprecation: null,
+      yank: null,
+      quarantine: null,
+      removal: null,
+      archive: null,
+      deprecated: false,
+      archived: false,
     };
     await tx("entries").insert({ ...row, data: JSON.stringify(row.data) });
   } else {

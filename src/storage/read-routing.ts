@@ -129,6 +129,13 @@ export function createReplicaRoutedEntryRepository(router: ReadRouter<EntryRepos
         freshness.changed(baseDid);
       }
     },
+    async applyAction(baseDid, version, action, decide) {
+      try {
+        return await primary.applyAction(baseDid, version, action, decide);
+      } finally {
+        freshness.changed(baseDid);
+      }
+    },
     findOwner: (baseDid) => primary.findOwner(baseDid),
     findLatest: (baseDid) => router.read((repository) => repository.findLatest(baseDid), freshness.primaryReason(baseDid), missing),
     findVersion: (baseDid, version) =>

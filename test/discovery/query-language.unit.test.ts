@@ -514,7 +514,11 @@ describe("checkQuery rejects", () => {
     ],
     ["SELECT * FROM entries WHERE is_latest = 'true'", "1:41", "expected TRUE or FALSE for 'is_latest', found string 'true'"],
     ["SELECT * FROM entries WHERE is_latest = 1", "1:41", "expected TRUE or FALSE for 'is_latest', found number 1"],
-    ["SELECT * FROM entries WHERE status = 'deleted'", "1:38", "expected 'active' or 'revoked' for 'status', found string 'deleted'"],
+    [
+      "SELECT * FROM entries WHERE status = 'deleted'",
+      "1:38",
+      "expected 'active', 'deprecated', 'yanked', 'quarantined', 'revoked', 'removed' for 'status', found string 'deleted'",
+    ],
     [
       "SELECT * FROM entries WHERE name = 'a' AND NOT (name = 'b' OR sequence = 'x''; --')",
       "1:74",

@@ -14,7 +14,7 @@ import { structuredQuery } from "../../src/discovery/structured-conditions.js";
  */
 
 /** The proto shape each kind is carried in. */
-const PROTO_SHAPE: Readonly<Record<FieldKind, string>> = {
+const PROTO_SHAPE: Readonly<Record<Exclude<FieldKind, "mark">, string>> = {
   text: "string",
   semver: "string",
   time: "string",
@@ -52,11 +52,12 @@ describe("the field catalogue", () => {
     const fromProto = EntrySchema.fields.map((field) => ({
       name: field.jsonName,
       shape: protoShape(field),
-      nullable: field.proto.proto3Optional === true,
+      // A registry message (a mark) has presence of its own; Struct (data) is never absent.
+      nullable: field.proto.proto3Optional === true || (field.fieldKind === "message" && field.message.typeName.startsWith("registry.v1.")),
     }));
     const fromCatalogue = MESSAGE_FIELDS.map((field) => ({
       name: field.name,
-      shape: PROTO_SHAPE[field.kind],
+      shape: field.kind === "mark" ? `registry.v1.${fieldSpec(field).message}` : PROTO_SHAPE[field.kind],
       nullable: fieldSpec(field).nullable === true,
     }));
     expect(fromCatalogue).toEqual(fromProto);

@@ -37,7 +37,51 @@ const entry: StoredEntry = {
   revokedAt: null,
   revocationReason: null,
   isLatest: true,
+  deprecation: null,
+  yank: null,
+  quarantine: null,
+  removal: null,
+  archive: null,
+  deprecated: false,
+  archived: false,
 } as StoredEntry;
+
+const by = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK";
+const lifecycle: LoggedChange = {
+  index: 77n,
+  kind: "entry.lifecycle",
+  entries: [
+    {
+      ...entry,
+      status: "deprecated",
+      deprecated: true,
+      // Stored JSON keeps its own key order; the message's is the proto's.
+      deprecation: { by, at: "2026-11-26T00:00:00.000Z", replacement: "did:reg:main:skill:web-search-2", reason: 'use "2"' },
+    },
+    {
+      ...entry,
+      version: "1.1.0",
+      entryDid: "did:reg:main:skill:web-search@1.1.0",
+      status: "yanked",
+      yank: { reason: "broken", at: "2026-11-26T00:00:00.000Z", by },
+      archive: { reason: "", at: "2026-11-25T00:00:00.000Z", by },
+      archived: true,
+      isLatest: false,
+    },
+  ],
+  latestVersion: "1.2.0",
+  request: {
+    payloadType: "registry.lifecycle.v1",
+    subject: "did:reg:main:skill:web-search",
+    action: "deprecate",
+    reason: 'use "2"',
+    replacement: "did:reg:main:skill:web-search-2",
+    by,
+    issuedAt: "2026-11-26T00:00:00.000Z",
+    signature: "ed25519:ghi",
+  },
+  loggedAt: new Date("2026-11-26T00:00:00.002Z"),
+};
 
 const created: LoggedChange = {
   index: 0n,
@@ -82,22 +126,31 @@ const CHANGES: Array<[string, LoggedChange]> = [
     "a revocation from before the log, with no signature kept",
     { ...created, kind: "entry.revoked", revocation: { did: entry.entryDid, reason: "", signature: "", signer: "" } },
   ],
+  ["a lifecycle request that changed two versions", lifecycle],
+  ["a moderation request that changed none it returns", { ...lifecycle, kind: "entry.moderation", entries: [] }],
 ];
+
+/** An entry's message fields as create() takes them: times as text, marks in any member order. */
+function entryInit(stored: StoredEntry) {
+  return Object.fromEntries(
+    Object.entries(stored)
+      .filter(([key, value]) => value !== null && key !== "baseDid" && key !== "name")
+      .map(([key, value]) => [key, value instanceof Date ? value.toISOString() : value]),
+  );
+}
 
 /** The Change message as protobuf-es's create() builds it from the change. */
 function createdMessage(change: LoggedChange) {
   return create(ChangeSchema, {
     index: change.index,
     kind: change.kind,
-    entry: {
-      ...Object.fromEntries(
-        Object.entries(change.entry)
-          .filter(([key, value]) => value !== null && key !== "baseDid" && key !== "name")
-          .map(([key, value]) => [key, value instanceof Date ? value.toISOString() : value]),
-      ),
-    },
+    ...("entries" in change
+      ? { entries: change.entries.map(entryInit), request: change.request }
+      : {
+          entry: entryInit(change.entry),
+          ...(change.revocation === undefined ? {} : { revocation: change.revocation }),
+        }),
     latestVersion: change.latestVersion,
-    ...(change.revocation === undefined ? {} : { revocation: change.revocation }),
     loggedAt: change.loggedAt.toISOString(),
   });
 }

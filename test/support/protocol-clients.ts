@@ -31,6 +31,10 @@ export interface RegistryCalls {
   resolve(did: string): Promise<CallResult>;
   versions(did: string): Promise<CallResult>;
   revoke(did: string, body: { reason: string; signature: string }, token?: string): Promise<CallResult>;
+  /** POST /v1/entries/{did}/lifecycle with this body. */
+  lifecycle(did: string, body: Record<string, unknown>, token?: string): Promise<CallResult>;
+  /** POST /v1/entries/{did}/moderation with this body. */
+  moderate(did: string, body: Record<string, unknown>, token?: string): Promise<CallResult>;
   /** POST /v1/discover with this body (the request's JSON form). */
   discover(body: Record<string, unknown>): Promise<CallResult>;
   /** POST /v1/discover/ql with this body. */
@@ -52,6 +56,8 @@ export function registryClient(protocol: Protocol, baseUrl: string): RegistryCal
     resolve: (did) => call("ResolveEntry", { did }, undefined, (o) => o.entry),
     versions: (did) => call("ListEntryVersions", { did }, undefined, (o) => o),
     revoke: (did, body, token) => call("RevokeEntry", { did, ...body }, token, (o) => o),
+    lifecycle: (did, body, token) => call("ChangeLifecycle", { did, ...body }, token, (o) => o),
+    moderate: (did, body, token) => call("ModerateEntry", { did, ...body }, token, (o) => o),
     discover: (body) => call("DiscoverEntries", body, undefined, (o) => o),
     query: (body) => call("QueryEntries", body, undefined, (o) => o),
     close: () => rpc.close(),
@@ -135,6 +141,8 @@ function restCalls(baseUrl: string): RegistryCalls {
     resolve: (did) => send("GET", path(did)),
     versions: (did) => send("GET", `${path(did)}/versions`),
     revoke: (did, body, token) => send("DELETE", path(did), body, token),
+    lifecycle: (did, body, token) => send("POST", `${path(did)}/lifecycle`, body, token),
+    moderate: (did, body, token) => send("POST", `${path(did)}/moderation`, body, token),
     discover: (body) => send("POST", "/v1/discover", body),
     query: (body) => send("POST", "/v1/discover/ql", body),
   };

@@ -149,7 +149,7 @@ describe("the SDK's history()", () => {
     for (const client of clients) {
       const verified = await client.history(`${NAME}@2.0.0`, { logKey });
       expect(verified.pinned).toBe(true);
-      expect(verified.records.map((record) => [record.kind, record.record.entry.version])).toEqual([["entry.created", "2.0.0"]]);
+      expect(verified.records.map((record) => [record.kind, record.record.entry?.version])).toEqual([["entry.created", "2.0.0"]]);
       client.close();
     }
     const unpinned = createRegistryClient({ baseUrl: url });
@@ -222,7 +222,7 @@ describe("a history longer than a page", () => {
     const client = createRegistryClient({ baseUrl: url });
     const verified = await client.history(name, { logKey });
     expect(verified.records).toHaveLength(count + 1);
-    expect(verified.records.at(-1)?.record.entry.version).toBe("2.0.0");
+    expect(verified.records.at(-1)?.record.entry?.version).toBe("2.0.0");
     const version = await client.history(`${name}@1.0.${HISTORY_PAGE_SIZE + 1}`, { logKey });
     expect(version.records.map((record) => record.index)).toEqual([Number(second.body.records[1].index)]);
     client.close();

@@ -5,15 +5,16 @@
 import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
+import { file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { Entry } from "./entry_pb.js";
 import { file_registry_v1_entry } from "./entry_pb.js";
-import type { Message } from "@bufbuild/protobuf";
+import type { JsonObject, Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file registry/v1/change_feed_service.proto.
  */
 export const file_registry_v1_change_feed_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVyZWdpc3RyeS92MS9jaGFuZ2VfZmVlZF9zZXJ2aWNlLnByb3RvEgtyZWdpc3RyeS52MSKgAQoGQ2hhbmdlEg0KBWluZGV4GAEgASgDEgwKBGtpbmQYAiABKAkSIQoFZW50cnkYAyABKAsyEi5yZWdpc3RyeS52MS5FbnRyeRIWCg5sYXRlc3RfdmVyc2lvbhgEIAEoCRIrCgpyZXZvY2F0aW9uGAUgASgLMhcucmVnaXN0cnkudjEuUmV2b2NhdGlvbhIRCglsb2dnZWRfYXQYBiABKAkiTAoKUmV2b2NhdGlvbhILCgNkaWQYASABKAkSDgoGcmVhc29uGAIgASgJEhEKCXNpZ25hdHVyZRgDIAEoCRIOCgZzaWduZXIYBCABKAkiQQoSTGlzdENoYW5nZXNSZXF1ZXN0EhIKBWFmdGVyGAEgASgDSACIAQESDQoFbGltaXQYAiABKAVCCAoGX2FmdGVyIkkKE0xpc3RDaGFuZ2VzUmVzcG9uc2USJAoHY2hhbmdlcxgBIAMoCzITLnJlZ2lzdHJ5LnYxLkNoYW5nZRIMCgRzaXplGAIgASgDIjMKE1dhdGNoQ2hhbmdlc1JlcXVlc3QSEgoFYWZ0ZXIYASABKANIAIgBAUIICgZfYWZ0ZXIiOwoUV2F0Y2hDaGFuZ2VzUmVzcG9uc2USIwoGY2hhbmdlGAEgASgLMhMucmVnaXN0cnkudjEuQ2hhbmdlMtQBChFDaGFuZ2VGZWVkU2VydmljZRJoCgtMaXN0Q2hhbmdlcxIfLnJlZ2lzdHJ5LnYxLkxpc3RDaGFuZ2VzUmVxdWVzdBogLnJlZ2lzdHJ5LnYxLkxpc3RDaGFuZ2VzUmVzcG9uc2UiFpACAYLT5JMCDRILL3YxL2NoYW5nZXMSVQoMV2F0Y2hDaGFuZ2VzEiAucmVnaXN0cnkudjEuV2F0Y2hDaGFuZ2VzUmVxdWVzdBohLnJlZ2lzdHJ5LnYxLldhdGNoQ2hhbmdlc1Jlc3BvbnNlMAFiBnByb3RvMw", [file_google_api_annotations, file_registry_v1_entry]);
+  fileDesc("CiVyZWdpc3RyeS92MS9jaGFuZ2VfZmVlZF9zZXJ2aWNlLnByb3RvEgtyZWdpc3RyeS52MSLvAQoGQ2hhbmdlEg0KBWluZGV4GAEgASgDEgwKBGtpbmQYAiABKAkSIQoFZW50cnkYAyABKAsyEi5yZWdpc3RyeS52MS5FbnRyeRIWCg5sYXRlc3RfdmVyc2lvbhgEIAEoCRIrCgpyZXZvY2F0aW9uGAUgASgLMhcucmVnaXN0cnkudjEuUmV2b2NhdGlvbhIRCglsb2dnZWRfYXQYBiABKAkSIwoHZW50cmllcxgHIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5EigKB3JlcXVlc3QYCCABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IkwKClJldm9jYXRpb24SCwoDZGlkGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIRCglzaWduYXR1cmUYAyABKAkSDgoGc2lnbmVyGAQgASgJIkEKEkxpc3RDaGFuZ2VzUmVxdWVzdBISCgVhZnRlchgBIAEoA0gAiAEBEg0KBWxpbWl0GAIgASgFQggKBl9hZnRlciJJChNMaXN0Q2hhbmdlc1Jlc3BvbnNlEiQKB2NoYW5nZXMYASADKAsyEy5yZWdpc3RyeS52MS5DaGFuZ2USDAoEc2l6ZRgCIAEoAyIzChNXYXRjaENoYW5nZXNSZXF1ZXN0EhIKBWFmdGVyGAEgASgDSACIAQFCCAoGX2FmdGVyIjsKFFdhdGNoQ2hhbmdlc1Jlc3BvbnNlEiMKBmNoYW5nZRgBIAEoCzITLnJlZ2lzdHJ5LnYxLkNoYW5nZTLUAQoRQ2hhbmdlRmVlZFNlcnZpY2USaAoLTGlzdENoYW5nZXMSHy5yZWdpc3RyeS52MS5MaXN0Q2hhbmdlc1JlcXVlc3QaIC5yZWdpc3RyeS52MS5MaXN0Q2hhbmdlc1Jlc3BvbnNlIhaQAgGC0+STAg0SCy92MS9jaGFuZ2VzElUKDFdhdGNoQ2hhbmdlcxIgLnJlZ2lzdHJ5LnYxLldhdGNoQ2hhbmdlc1JlcXVlc3QaIS5yZWdpc3RyeS52MS5XYXRjaENoYW5nZXNSZXNwb25zZTABYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_registry_v1_entry]);
 
 /**
  * One state change of one entry.
@@ -29,15 +30,15 @@ export type Change = Message<"registry.v1.Change"> & {
   index: bigint;
 
   /**
-   * What happened: "entry.created" or "entry.revoked".
+   * What happened: "entry.created", "entry.revoked", "entry.lifecycle" or "entry.moderation".
    *
    * @generated from field: string kind = 2;
    */
   kind: string;
 
   /**
-   * The entry's whole state right after this change, with the publisher's signature over its
-   * fields (docs/signatures.md).
+   * For "entry.created" and "entry.revoked": the entry's whole state right after this change, with
+   * the publisher's signature over its fields (docs/signatures.md).
    *
    * @generated from field: registry.v1.Entry entry = 3;
    */
@@ -63,6 +64,22 @@ export type Change = Message<"registry.v1.Change"> & {
    * @generated from field: string logged_at = 6;
    */
   loggedAt: string;
+
+  /**
+   * For "entry.lifecycle" and "entry.moderation": every version the request changed, in its state
+   * right after it (a removed version as the log keeps it: its withheld fields empty).
+   *
+   * @generated from field: repeated registry.v1.Entry entries = 7;
+   */
+  entries: Entry[];
+
+  /**
+   * For "entry.lifecycle" and "entry.moderation": the request exactly as signed, its payload's
+   * members and "signature" (docs/signatures.md), so a mirror verifies it without the registry.
+   *
+   * @generated from field: google.protobuf.Struct request = 8;
+   */
+  request?: JsonObject | undefined;
 };
 
 /**

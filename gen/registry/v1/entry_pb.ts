@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file registry/v1/entry.proto.
  */
 export const file_registry_v1_entry: GenFile = /*@__PURE__*/
-  fileDesc("ChdyZWdpc3RyeS92MS9lbnRyeS5wcm90bxILcmVnaXN0cnkudjEi1AMKBUVudHJ5EhEKCWVudHJ5X2RpZBgBIAEoCRISCgplbnRyeV90eXBlGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSFQoNcHVibGlzaGVyX2RpZBgEIAEoCRIUCgxwdWJsaXNoZWRfYXQYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSDAoEdGFncxgHIAMoCRIlCgRkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxjb250ZW50X2hhc2gYCSABKAkSEwoLYm9uZF9hbW91bnQYCiABKAkSEQoJc2lnbmF0dXJlGAsgASgJEhAKCHNlcXVlbmNlGAwgASgDEg4KBnN0YXR1cxgNIAEoCRIXCgpyZXZva2VkX2F0GA4gASgJSACIAQESHgoRcmV2b2NhdGlvbl9yZWFzb24YDyABKAlIAYgBARIRCglpc19sYXRlc3QYECABKAgSEAoIaG9tZXBhZ2UYESABKAkSEgoKcmVwb3NpdG9yeRgSIAEoCRIPCgdsaWNlbnNlGBMgASgJEhQKDHBheWxvYWRfdHlwZRgUIAEoCUINCgtfcmV2b2tlZF9hdEIUChJfcmV2b2NhdGlvbl9yZWFzb24iagoMRW50cnlWZXJzaW9uEg8KB3ZlcnNpb24YASABKAkSEQoJZW50cnlfZGlkGAIgASgJEg4KBnN0YXR1cxgDIAEoCRIUCgxwdWJsaXNoZWRfYXQYBCABKAkSEAoIc2VxdWVuY2UYBSABKANiBnByb3RvMw", [file_google_protobuf_struct]);
+  fileDesc("ChdyZWdpc3RyeS92MS9lbnRyeS5wcm90bxILcmVnaXN0cnkudjEiyAUKBUVudHJ5EhEKCWVudHJ5X2RpZBgBIAEoCRISCgplbnRyeV90eXBlGAIgASgJEg8KB3ZlcnNpb24YAyABKAkSFQoNcHVibGlzaGVyX2RpZBgEIAEoCRIUCgxwdWJsaXNoZWRfYXQYBSABKAkSEwoLZGVzY3JpcHRpb24YBiABKAkSDAoEdGFncxgHIAMoCRIlCgRkYXRhGAggASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIUCgxjb250ZW50X2hhc2gYCSABKAkSEwoLYm9uZF9hbW91bnQYCiABKAkSEQoJc2lnbmF0dXJlGAsgASgJEhAKCHNlcXVlbmNlGAwgASgDEg4KBnN0YXR1cxgNIAEoCRIXCgpyZXZva2VkX2F0GA4gASgJSACIAQESHgoRcmV2b2NhdGlvbl9yZWFzb24YDyABKAlIAYgBARIRCglpc19sYXRlc3QYECABKAgSEAoIaG9tZXBhZ2UYESABKAkSEgoKcmVwb3NpdG9yeRgSIAEoCRIPCgdsaWNlbnNlGBMgASgJEhQKDHBheWxvYWRfdHlwZRgUIAEoCRItCgtkZXByZWNhdGlvbhgVIAEoCzIYLnJlZ2lzdHJ5LnYxLkRlcHJlY2F0aW9uEh8KBHlhbmsYFiABKAsyES5yZWdpc3RyeS52MS5ZYW5rEisKCnF1YXJhbnRpbmUYFyABKAsyFy5yZWdpc3RyeS52MS5Nb2RlcmF0aW9uEigKB3JlbW92YWwYGCABKAsyFy5yZWdpc3RyeS52MS5Nb2RlcmF0aW9uEiUKB2FyY2hpdmUYGSABKAsyFC5yZWdpc3RyeS52MS5BcmNoaXZlEhIKCmRlcHJlY2F0ZWQYGiABKAgSEAoIYXJjaGl2ZWQYGyABKAhCDQoLX3Jldm9rZWRfYXRCFAoSX3Jldm9jYXRpb25fcmVhc29uIkoKC0RlcHJlY2F0aW9uEg4KBnJlYXNvbhgBIAEoCRITCgtyZXBsYWNlbWVudBgCIAEoCRIKCgJhdBgDIAEoCRIKCgJieRgEIAEoCSIuCgRZYW5rEg4KBnJlYXNvbhgBIAEoCRIKCgJhdBgCIAEoCRIKCgJieRgDIAEoCSJCCgpNb2RlcmF0aW9uEg4KBnBvbGljeRgBIAEoCRIMCgRub3RlGAIgASgJEgoKAmF0GAMgASgJEgoKAmJ5GAQgASgJIjEKB0FyY2hpdmUSDgoGcmVhc29uGAEgASgJEgoKAmF0GAIgASgJEgoKAmJ5GAMgASgJIo4BCgxFbnRyeVZlcnNpb24SDwoHdmVyc2lvbhgBIAEoCRIRCgllbnRyeV9kaWQYAiABKAkSDgoGc3RhdHVzGAMgASgJEhQKDHB1Ymxpc2hlZF9hdBgEIAEoCRIQCghzZXF1ZW5jZRgFIAEoAxISCgpkZXByZWNhdGVkGAYgASgIEg4KBnlhbmtlZBgHIAEoCGIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * A published, signed version of a skill or agent.
@@ -113,7 +113,8 @@ export type Entry = Message<"registry.v1.Entry"> & {
   sequence: bigint;
 
   /**
-   * Set by the registry: "active", or "revoked" once the publisher or a moderator revoked it.
+   * Set by the registry: "active", "deprecated", "yanked", "quarantined", "revoked" or "removed",
+   * the most severe that applies (docs/lifecycle.md).
    *
    * @generated from field: string status = 13;
    */
@@ -171,6 +172,58 @@ export type Entry = Message<"registry.v1.Entry"> & {
    * @generated from field: string payload_type = 20;
    */
   payloadType: string;
+
+  /**
+   * Set by the registry while the version is deprecated (docs/lifecycle.md): advisory, still
+   * resolvable, listed, discoverable and eligible for latest.
+   *
+   * @generated from field: registry.v1.Deprecation deprecation = 21;
+   */
+  deprecation?: Deprecation | undefined;
+
+  /**
+   * Set by the registry while the version is yanked: resolvable by exact version, never chosen as
+   * latest while an active or deprecated version exists, hidden from discovery by default.
+   *
+   * @generated from field: registry.v1.Yank yank = 22;
+   */
+  yank?: Yank | undefined;
+
+  /**
+   * Set by the registry while a moderator holds the version in quarantine; only a moderator lifts it.
+   *
+   * @generated from field: registry.v1.Moderation quarantine = 23;
+   */
+  quarantine?: Moderation | undefined;
+
+  /**
+   * Set by the registry once a moderator removed the version (final): its description, tags,
+   * data, homepage, repository and license are withheld (empty) from every read.
+   *
+   * @generated from field: registry.v1.Moderation removal = 24;
+   */
+  removal?: Moderation | undefined;
+
+  /**
+   * Set by the registry while the entry's name is archived: no new version can be published.
+   *
+   * @generated from field: registry.v1.Archive archive = 25;
+   */
+  archive?: Archive | undefined;
+
+  /**
+   * Set by the registry: whether deprecation is set.
+   *
+   * @generated from field: bool deprecated = 26;
+   */
+  deprecated: boolean;
+
+  /**
+   * Set by the registry: whether archive is set.
+   *
+   * @generated from field: bool archived = 27;
+   */
+  archived: boolean;
 };
 
 /**
@@ -179,6 +232,156 @@ export type Entry = Message<"registry.v1.Entry"> & {
  */
 export const EntrySchema: GenMessage<Entry> = /*@__PURE__*/
   messageDesc(file_registry_v1_entry, 0);
+
+/**
+ * A publisher's deprecation of a version, as the signed lifecycle request gave it.
+ *
+ * @generated from message registry.v1.Deprecation
+ */
+export type Deprecation = Message<"registry.v1.Deprecation"> & {
+  /**
+   * Why, as the publisher wrote it: 1-500 characters.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * An entry DID to use instead, with or without version; empty when none was named.
+   *
+   * @generated from field: string replacement = 2;
+   */
+  replacement: string;
+
+  /**
+   * When the registry accepted the request (RFC 3339, UTC, milliseconds).
+   *
+   * @generated from field: string at = 3;
+   */
+  at: string;
+
+  /**
+   * The did:key whose key signed the request.
+   *
+   * @generated from field: string by = 4;
+   */
+  by: string;
+};
+
+/**
+ * Describes the message registry.v1.Deprecation.
+ * Use `create(DeprecationSchema)` to create a new message.
+ */
+export const DeprecationSchema: GenMessage<Deprecation> = /*@__PURE__*/
+  messageDesc(file_registry_v1_entry, 1);
+
+/**
+ * A publisher's yank of a version.
+ *
+ * @generated from message registry.v1.Yank
+ */
+export type Yank = Message<"registry.v1.Yank"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * When the registry accepted the request (RFC 3339, UTC, milliseconds).
+   *
+   * @generated from field: string at = 2;
+   */
+  at: string;
+
+  /**
+   * The did:key whose key signed the request.
+   *
+   * @generated from field: string by = 3;
+   */
+  by: string;
+};
+
+/**
+ * Describes the message registry.v1.Yank.
+ * Use `create(YankSchema)` to create a new message.
+ */
+export const YankSchema: GenMessage<Yank> = /*@__PURE__*/
+  messageDesc(file_registry_v1_entry, 2);
+
+/**
+ * A moderator's quarantine or removal of a version, with the public reason.
+ *
+ * @generated from message registry.v1.Moderation
+ */
+export type Moderation = Message<"registry.v1.Moderation"> & {
+  /**
+   * "malware", "phishing", "impersonation", "spam", "legal" or "other".
+   *
+   * @generated from field: string policy = 1;
+   */
+  policy: string;
+
+  /**
+   * The moderator's public note: 1-1,000 characters.
+   *
+   * @generated from field: string note = 2;
+   */
+  note: string;
+
+  /**
+   * When the registry accepted the request (RFC 3339, UTC, milliseconds).
+   *
+   * @generated from field: string at = 3;
+   */
+  at: string;
+
+  /**
+   * The did:key of the moderator whose key signed the request.
+   *
+   * @generated from field: string by = 4;
+   */
+  by: string;
+};
+
+/**
+ * Describes the message registry.v1.Moderation.
+ * Use `create(ModerationSchema)` to create a new message.
+ */
+export const ModerationSchema: GenMessage<Moderation> = /*@__PURE__*/
+  messageDesc(file_registry_v1_entry, 3);
+
+/**
+ * A publisher's archive of a whole name, shown on every version of it.
+ *
+ * @generated from message registry.v1.Archive
+ */
+export type Archive = Message<"registry.v1.Archive"> & {
+  /**
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * When the registry accepted the request (RFC 3339, UTC, milliseconds).
+   *
+   * @generated from field: string at = 2;
+   */
+  at: string;
+
+  /**
+   * The did:key whose key signed the request.
+   *
+   * @generated from field: string by = 3;
+   */
+  by: string;
+};
+
+/**
+ * Describes the message registry.v1.Archive.
+ * Use `create(ArchiveSchema)` to create a new message.
+ */
+export const ArchiveSchema: GenMessage<Archive> = /*@__PURE__*/
+  messageDesc(file_registry_v1_entry, 4);
 
 /**
  * One version in a version listing.
@@ -201,7 +404,8 @@ export type EntryVersion = Message<"registry.v1.EntryVersion"> & {
   entryDid: string;
 
   /**
-   * "active" or "revoked".
+   * The version's status: "active", "deprecated", "yanked", "quarantined", "revoked" or "removed",
+   * the most severe that applies.
    *
    * @generated from field: string status = 3;
    */
@@ -220,6 +424,20 @@ export type EntryVersion = Message<"registry.v1.EntryVersion"> & {
    * @generated from field: int64 sequence = 5;
    */
   sequence: bigint;
+
+  /**
+   * Whether the version is deprecated, whatever its status.
+   *
+   * @generated from field: bool deprecated = 6;
+   */
+  deprecated: boolean;
+
+  /**
+   * Whether the version is yanked, whatever its status.
+   *
+   * @generated from field: bool yanked = 7;
+   */
+  yanked: boolean;
 };
 
 /**
@@ -227,5 +445,5 @@ export type EntryVersion = Message<"registry.v1.EntryVersion"> & {
  * Use `create(EntryVersionSchema)` to create a new message.
  */
 export const EntryVersionSchema: GenMessage<EntryVersion> = /*@__PURE__*/
-  messageDesc(file_registry_v1_entry, 1);
+  messageDesc(file_registry_v1_entry, 5);
 

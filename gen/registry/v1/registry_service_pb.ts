@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file registry/v1/registry_service.proto.
  */
 export const file_registry_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJyZWdpc3RyeS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgtyZWdpc3RyeS52MSI3ChJDcmVhdGVFbnRyeVJlcXVlc3QSIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSI4ChNDcmVhdGVFbnRyeVJlc3BvbnNlEiEKBWVudHJ5GAEgASgLMhIucmVnaXN0cnkudjEuRW50cnkiIgoTUmVzb2x2ZUVudHJ5UmVxdWVzdBILCgNkaWQYASABKAkiOQoUUmVzb2x2ZUVudHJ5UmVzcG9uc2USIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSInChhMaXN0RW50cnlWZXJzaW9uc1JlcXVlc3QSCwoDZGlkGAEgASgJIkgKGUxpc3RFbnRyeVZlcnNpb25zUmVzcG9uc2USKwoIdmVyc2lvbnMYASADKAsyGS5yZWdpc3RyeS52MS5FbnRyeVZlcnNpb24iRAoSUmV2b2tlRW50cnlSZXF1ZXN0EgsKA2RpZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEQoJc2lnbmF0dXJlGAMgASgJIjoKE1Jldm9rZUVudHJ5UmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5In8KFkRpc2NvdmVyRW50cmllc1JlcXVlc3QSEgoKZW50cnlfdHlwZRgBIAEoCRIyCgpjb25kaXRpb25zGAIgAygLMh4ucmVnaXN0cnkudjEuRGlzY292ZXJDb25kaXRpb24SDQoFbGltaXQYAyABKAUSDgoGY3Vyc29yGAQgASgJIlUKEURpc2NvdmVyQ29uZGl0aW9uEg0KBWZpZWxkGAEgASgJEgoKAm9wGAIgASgJEiUKBXZhbHVlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIpUBChdEaXNjb3ZlckVudHJpZXNSZXNwb25zZRIjCgdlbnRyaWVzGAEgAygLMhIucmVnaXN0cnkudjEuRW50cnkSDQoFdG90YWwYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBARIcChR0b3RhbF9pc19sb3dlcl9ib3VuZBgEIAEoCEIOCgxfbmV4dF9jdXJzb3IiQwoTUXVlcnlFbnRyaWVzUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIOCgZjdXJzb3IYAiABKAkSDQoFbGltaXQYAyABKAUiagoUUXVlcnlFbnRyaWVzUmVzcG9uc2USKAoHZW50cmllcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3Iy6QUKD1JlZ2lzdHJ5U2VydmljZRJ4CgtDcmVhdGVFbnRyeRIfLnJlZ2lzdHJ5LnYxLkNyZWF0ZUVudHJ5UmVxdWVzdBogLnJlZ2lzdHJ5LnYxLkNyZWF0ZUVudHJ5UmVzcG9uc2UiJsDzGMkBgtPkkwIbOgVlbnRyeWIFZW50cnkiCy92MS9lbnRyaWVzEngKDFJlc29sdmVFbnRyeRIgLnJlZ2lzdHJ5LnYxLlJlc29sdmVFbnRyeVJlcXVlc3QaIS5yZWdpc3RyeS52MS5SZXNvbHZlRW50cnlSZXNwb25zZSIjkAIBgtPkkwIaYgVlbnRyeRIRL3YxL2VudHJpZXMve2RpZH0SiQEKEUxpc3RFbnRyeVZlcnNpb25zEiUucmVnaXN0cnkudjEuTGlzdEVudHJ5VmVyc2lvbnNSZXF1ZXN0GiYucmVnaXN0cnkudjEuTGlzdEVudHJ5VmVyc2lvbnNSZXNwb25zZSIlkAIBgtPkkwIcEhovdjEvZW50cmllcy97ZGlkfS92ZXJzaW9ucxJuCgtSZXZva2VFbnRyeRIfLnJlZ2lzdHJ5LnYxLlJldm9rZUVudHJ5UmVxdWVzdBogLnJlZ2lzdHJ5LnYxLlJldm9rZUVudHJ5UmVzcG9uc2UiHILT5JMCFjoBKioRL3YxL2VudHJpZXMve2RpZH0SdQoPRGlzY292ZXJFbnRyaWVzEiMucmVnaXN0cnkudjEuRGlzY292ZXJFbnRyaWVzUmVxdWVzdBokLnJlZ2lzdHJ5LnYxLkRpc2NvdmVyRW50cmllc1Jlc3BvbnNlIheC0+STAhE6ASoiDC92MS9kaXNjb3ZlchJvCgxRdWVyeUVudHJpZXMSIC5yZWdpc3RyeS52MS5RdWVyeUVudHJpZXNSZXF1ZXN0GiEucmVnaXN0cnkudjEuUXVlcnlFbnRyaWVzUmVzcG9uc2UiGoLT5JMCFDoBKiIPL3YxL2Rpc2NvdmVyL3FsYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_registry_v1_entry, file_registry_v1_rest_options]);
+  fileDesc("CiJyZWdpc3RyeS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgtyZWdpc3RyeS52MSI3ChJDcmVhdGVFbnRyeVJlcXVlc3QSIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSI4ChNDcmVhdGVFbnRyeVJlc3BvbnNlEiEKBWVudHJ5GAEgASgLMhIucmVnaXN0cnkudjEuRW50cnkiIgoTUmVzb2x2ZUVudHJ5UmVxdWVzdBILCgNkaWQYASABKAkiOQoUUmVzb2x2ZUVudHJ5UmVzcG9uc2USIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSInChhMaXN0RW50cnlWZXJzaW9uc1JlcXVlc3QSCwoDZGlkGAEgASgJIkgKGUxpc3RFbnRyeVZlcnNpb25zUmVzcG9uc2USKwoIdmVyc2lvbnMYASADKAsyGS5yZWdpc3RyeS52MS5FbnRyeVZlcnNpb24iRAoSUmV2b2tlRW50cnlSZXF1ZXN0EgsKA2RpZBgBIAEoCRIOCgZyZWFzb24YAiABKAkSEQoJc2lnbmF0dXJlGAMgASgJIjoKE1Jldm9rZUVudHJ5UmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5IoABChZDaGFuZ2VMaWZlY3ljbGVSZXF1ZXN0EgsKA2RpZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSDgoGcmVhc29uGAMgASgJEhMKC3JlcGxhY2VtZW50GAQgASgJEhEKCWlzc3VlZF9hdBgFIAEoCRIRCglzaWduYXR1cmUYBiABKAkiPgoXQ2hhbmdlTGlmZWN5Y2xlUmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5IncKFE1vZGVyYXRlRW50cnlSZXF1ZXN0EgsKA2RpZBgBIAEoCRIOCgZhY3Rpb24YAiABKAkSDgoGcG9saWN5GAMgASgJEgwKBG5vdGUYBCABKAkSEQoJaXNzdWVkX2F0GAUgASgJEhEKCXNpZ25hdHVyZRgGIAEoCSI8ChVNb2RlcmF0ZUVudHJ5UmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5In8KFkRpc2NvdmVyRW50cmllc1JlcXVlc3QSEgoKZW50cnlfdHlwZRgBIAEoCRIyCgpjb25kaXRpb25zGAIgAygLMh4ucmVnaXN0cnkudjEuRGlzY292ZXJDb25kaXRpb24SDQoFbGltaXQYAyABKAUSDgoGY3Vyc29yGAQgASgJIlUKEURpc2NvdmVyQ29uZGl0aW9uEg0KBWZpZWxkGAEgASgJEgoKAm9wGAIgASgJEiUKBXZhbHVlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlIpUBChdEaXNjb3ZlckVudHJpZXNSZXNwb25zZRIjCgdlbnRyaWVzGAEgAygLMhIucmVnaXN0cnkudjEuRW50cnkSDQoFdG90YWwYAiABKAUSGAoLbmV4dF9jdXJzb3IYAyABKAlIAIgBARIcChR0b3RhbF9pc19sb3dlcl9ib3VuZBgEIAEoCEIOCgxfbmV4dF9jdXJzb3IiQwoTUXVlcnlFbnRyaWVzUmVxdWVzdBINCgVxdWVyeRgBIAEoCRIOCgZjdXJzb3IYAiABKAkSDQoFbGltaXQYAyABKAUiagoUUXVlcnlFbnRyaWVzUmVzcG9uc2USKAoHZW50cmllcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3Iy8QcKD1JlZ2lzdHJ5U2VydmljZRJ4CgtDcmVhdGVFbnRyeRIfLnJlZ2lzdHJ5LnYxLkNyZWF0ZUVudHJ5UmVxdWVzdBogLnJlZ2lzdHJ5LnYxLkNyZWF0ZUVudHJ5UmVzcG9uc2UiJsDzGMkBgtPkkwIbOgVlbnRyeWIFZW50cnkiCy92MS9lbnRyaWVzEngKDFJlc29sdmVFbnRyeRIgLnJlZ2lzdHJ5LnYxLlJlc29sdmVFbnRyeVJlcXVlc3QaIS5yZWdpc3RyeS52MS5SZXNvbHZlRW50cnlSZXNwb25zZSIjkAIBgtPkkwIaYgVlbnRyeRIRL3YxL2VudHJpZXMve2RpZH0SiQEKEUxpc3RFbnRyeVZlcnNpb25zEiUucmVnaXN0cnkudjEuTGlzdEVudHJ5VmVyc2lvbnNSZXF1ZXN0GiYucmVnaXN0cnkudjEuTGlzdEVudHJ5VmVyc2lvbnNSZXNwb25zZSIlkAIBgtPkkwIcEhovdjEvZW50cmllcy97ZGlkfS92ZXJzaW9ucxJuCgtSZXZva2VFbnRyeRIfLnJlZ2lzdHJ5LnYxLlJldm9rZUVudHJ5UmVxdWVzdBogLnJlZ2lzdHJ5LnYxLlJldm9rZUVudHJ5UmVzcG9uc2UiHILT5JMCFjoBKioRL3YxL2VudHJpZXMve2RpZH0ShAEKD0NoYW5nZUxpZmVjeWNsZRIjLnJlZ2lzdHJ5LnYxLkNoYW5nZUxpZmVjeWNsZVJlcXVlc3QaJC5yZWdpc3RyeS52MS5DaGFuZ2VMaWZlY3ljbGVSZXNwb25zZSImgtPkkwIgOgEqIhsvdjEvZW50cmllcy97ZGlkfS9saWZlY3ljbGUSfwoNTW9kZXJhdGVFbnRyeRIhLnJlZ2lzdHJ5LnYxLk1vZGVyYXRlRW50cnlSZXF1ZXN0GiIucmVnaXN0cnkudjEuTW9kZXJhdGVFbnRyeVJlc3BvbnNlIieC0+STAiE6ASoiHC92MS9lbnRyaWVzL3tkaWR9L21vZGVyYXRpb24SdQoPRGlzY292ZXJFbnRyaWVzEiMucmVnaXN0cnkudjEuRGlzY292ZXJFbnRyaWVzUmVxdWVzdBokLnJlZ2lzdHJ5LnYxLkRpc2NvdmVyRW50cmllc1Jlc3BvbnNlIheC0+STAhE6ASoiDC92MS9kaXNjb3ZlchJvCgxRdWVyeUVudHJpZXMSIC5yZWdpc3RyeS52MS5RdWVyeUVudHJpZXNSZXF1ZXN0GiEucmVnaXN0cnkudjEuUXVlcnlFbnRyaWVzUmVzcG9uc2UiGoLT5JMCFDoBKiIPL3YxL2Rpc2NvdmVyL3FsYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct, file_registry_v1_entry, file_registry_v1_rest_options]);
 
 /**
  * The entry to publish.
@@ -203,6 +203,156 @@ export const RevokeEntryResponseSchema: GenMessage<RevokeEntryResponse> = /*@__P
   messageDesc(file_registry_v1_registry_service, 7);
 
 /**
+ * @generated from message registry.v1.ChangeLifecycleRequest
+ */
+export type ChangeLifecycleRequest = Message<"registry.v1.ChangeLifecycleRequest"> & {
+  /**
+   * The entry DID as addressed: with "@<version>" for one version, without for every version
+   * that is not removed; archive and unarchive take only the bare DID.
+   *
+   * @generated from field: string did = 1;
+   */
+  did: string;
+
+  /**
+   * "deprecate", "undeprecate", "yank", "unyank", "archive" or "unarchive".
+   *
+   * @generated from field: string action = 2;
+   */
+  action: string;
+
+  /**
+   * Why: 1-500 characters; may be empty for the undo actions.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * Only with "deprecate": the entry DID to use instead, with or without version.
+   *
+   * @generated from field: string replacement = 4;
+   */
+  replacement: string;
+
+  /**
+   * When the request was signed: RFC 3339 UTC with milliseconds, within 5 minutes of the
+   * registry's clock and later than the last accepted lifecycle request on the name.
+   *
+   * @generated from field: string issued_at = 5;
+   */
+  issuedAt: string;
+
+  /**
+   * "ed25519:<base64url>" by the token subject's key over the registry.lifecycle.v1 payload.
+   *
+   * @generated from field: string signature = 6;
+   */
+  signature: string;
+};
+
+/**
+ * Describes the message registry.v1.ChangeLifecycleRequest.
+ * Use `create(ChangeLifecycleRequestSchema)` to create a new message.
+ */
+export const ChangeLifecycleRequestSchema: GenMessage<ChangeLifecycleRequest> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 8);
+
+/**
+ * The versions the request addressed, in their new state.
+ *
+ * @generated from message registry.v1.ChangeLifecycleResponse
+ */
+export type ChangeLifecycleResponse = Message<"registry.v1.ChangeLifecycleResponse"> & {
+  /**
+   * @generated from field: repeated registry.v1.Entry entries = 1;
+   */
+  entries: Entry[];
+};
+
+/**
+ * Describes the message registry.v1.ChangeLifecycleResponse.
+ * Use `create(ChangeLifecycleResponseSchema)` to create a new message.
+ */
+export const ChangeLifecycleResponseSchema: GenMessage<ChangeLifecycleResponse> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 9);
+
+/**
+ * @generated from message registry.v1.ModerateEntryRequest
+ */
+export type ModerateEntryRequest = Message<"registry.v1.ModerateEntryRequest"> & {
+  /**
+   * The entry DID as addressed: with "@<version>" for one version, without for every version
+   * that is not removed.
+   *
+   * @generated from field: string did = 1;
+   */
+  did: string;
+
+  /**
+   * "quarantine", "unquarantine" or "remove".
+   *
+   * @generated from field: string action = 2;
+   */
+  action: string;
+
+  /**
+   * "malware", "phishing", "impersonation", "spam", "legal" or "other"; may be empty only for
+   * "unquarantine".
+   *
+   * @generated from field: string policy = 3;
+   */
+  policy: string;
+
+  /**
+   * The public note: 1-1,000 characters (for "unquarantine", why the hold was lifted).
+   *
+   * @generated from field: string note = 4;
+   */
+  note: string;
+
+  /**
+   * When the request was signed, as for ChangeLifecycleRequest.
+   *
+   * @generated from field: string issued_at = 5;
+   */
+  issuedAt: string;
+
+  /**
+   * "ed25519:<base64url>" by the token subject's key over the registry.moderation.v1 payload.
+   *
+   * @generated from field: string signature = 6;
+   */
+  signature: string;
+};
+
+/**
+ * Describes the message registry.v1.ModerateEntryRequest.
+ * Use `create(ModerateEntryRequestSchema)` to create a new message.
+ */
+export const ModerateEntryRequestSchema: GenMessage<ModerateEntryRequest> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 10);
+
+/**
+ * The versions the request addressed, in their new state.
+ *
+ * @generated from message registry.v1.ModerateEntryResponse
+ */
+export type ModerateEntryResponse = Message<"registry.v1.ModerateEntryResponse"> & {
+  /**
+   * @generated from field: repeated registry.v1.Entry entries = 1;
+   */
+  entries: Entry[];
+};
+
+/**
+ * Describes the message registry.v1.ModerateEntryResponse.
+ * Use `create(ModerateEntryResponseSchema)` to create a new message.
+ */
+export const ModerateEntryResponseSchema: GenMessage<ModerateEntryResponse> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 11);
+
+/**
  * A structured discovery request.
  *
  * @generated from message registry.v1.DiscoverEntriesRequest
@@ -244,7 +394,7 @@ export type DiscoverEntriesRequest = Message<"registry.v1.DiscoverEntriesRequest
  * Use `create(DiscoverEntriesRequestSchema)` to create a new message.
  */
 export const DiscoverEntriesRequestSchema: GenMessage<DiscoverEntriesRequest> = /*@__PURE__*/
-  messageDesc(file_registry_v1_registry_service, 8);
+  messageDesc(file_registry_v1_registry_service, 12);
 
 /**
  * One condition of a structured discovery request.
@@ -285,7 +435,7 @@ export type DiscoverCondition = Message<"registry.v1.DiscoverCondition"> & {
  * Use `create(DiscoverConditionSchema)` to create a new message.
  */
 export const DiscoverConditionSchema: GenMessage<DiscoverCondition> = /*@__PURE__*/
-  messageDesc(file_registry_v1_registry_service, 9);
+  messageDesc(file_registry_v1_registry_service, 13);
 
 /**
  * A page of structured discovery results.
@@ -332,7 +482,7 @@ export type DiscoverEntriesResponse = Message<"registry.v1.DiscoverEntriesRespon
  * Use `create(DiscoverEntriesResponseSchema)` to create a new message.
  */
 export const DiscoverEntriesResponseSchema: GenMessage<DiscoverEntriesResponse> = /*@__PURE__*/
-  messageDesc(file_registry_v1_registry_service, 10);
+  messageDesc(file_registry_v1_registry_service, 14);
 
 /**
  * A query-language discovery request.
@@ -369,7 +519,7 @@ export type QueryEntriesRequest = Message<"registry.v1.QueryEntriesRequest"> & {
  * Use `create(QueryEntriesRequestSchema)` to create a new message.
  */
 export const QueryEntriesRequestSchema: GenMessage<QueryEntriesRequest> = /*@__PURE__*/
-  messageDesc(file_registry_v1_registry_service, 11);
+  messageDesc(file_registry_v1_registry_service, 15);
 
 /**
  * A page of query-language results.
@@ -398,7 +548,7 @@ export type QueryEntriesResponse = Message<"registry.v1.QueryEntriesResponse"> &
  * Use `create(QueryEntriesResponseSchema)` to create a new message.
  */
 export const QueryEntriesResponseSchema: GenMessage<QueryEntriesResponse> = /*@__PURE__*/
-  messageDesc(file_registry_v1_registry_service, 12);
+  messageDesc(file_registry_v1_registry_service, 16);
 
 /**
  * Publishes, resolves and revokes entries.
@@ -463,6 +613,29 @@ export const RegistryService: GenService<{
     methodKind: "unary";
     input: typeof RevokeEntryRequestSchema;
     output: typeof RevokeEntryResponseSchema;
+  },
+  /**
+   * Deprecates, yanks or archives (or undoes one of them) a version, every version of a name, or a
+   * name (docs/lifecycle.md). Signed by a controller of the name, whose token carries
+   * "registry.publish.<entryType>"; one log record per request that changed something.
+   *
+   * @generated from rpc registry.v1.RegistryService.ChangeLifecycle
+   */
+  changeLifecycle: {
+    methodKind: "unary";
+    input: typeof ChangeLifecycleRequestSchema;
+    output: typeof ChangeLifecycleResponseSchema;
+  },
+  /**
+   * Quarantines, releases or removes a version or every version of a name: a moderator's signed
+   * decision with a public policy and note (docs/lifecycle.md). Needs "registry.admin".
+   *
+   * @generated from rpc registry.v1.RegistryService.ModerateEntry
+   */
+  moderateEntry: {
+    methodKind: "unary";
+    input: typeof ModerateEntryRequestSchema;
+    output: typeof ModerateEntryResponseSchema;
   },
   /**
    * Finds entries matching every condition (they are ANDed), newest first (highest sequence).

@@ -28,12 +28,16 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
       const { provedServedEntry } = await import("../verified-history.js");
       const { historyJson, historyLines } = await import("../history-lines.js");
       const { belongsToHistory, historySubject, recordSubject } = await import("../../domain/record-subject.js");
+      const { recordEntries } = await import("../../sdk/log-verifier.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
         const logKey = options.logKey ?? (context.env.REGISTRY_LOG_KEY || undefined);
         const { served, history } = await provedServedEntry(client, did, logKey);
         const versioned = served.entryDid;
-        const newest = history.records.filter((record) => record.record.entry?.entryDid === versioned).at(-1)!;
+        const newest = history.records
+          .filter((record) => recordEntries(record.record).some((entry) => entry.entryDid === versioned))
+          .at(-1)!;
         const { record } = newest;
+        const state = recordEntries(record).find((entry) => entry.entryDid === versioned) ?? {};
         const { checkpoint } = history;
         const asked = historySubject(did);
         const timeline = "error" in asked ? [] : history.records.filter((entry) => belongsToHistory(recordSubject(entry.record), asked));
@@ -56,7 +60,9 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
           });
           return;
         }
-        if (record.entry.status === "revoked") context.stdout`verified ${versioned} (revoked: ${record.entry.revocationReason ?? ""})\n`;
+        const status = String(state.status ?? "active");
+        if (status === "revoked") context.stdout`verified ${versioned} (revoked: ${state.revocationReason ?? ""})\n`;
+        else if (status !== "active") context.stdout`verified ${versioned} (${status})\n`;
         else context.stdout`verified ${versioned}\n`;
         context.stdout`  record      ${record.index} (${record.kind}) in the checkpoint of size ${checkpoint.treeSize} of ${checkpoint.origin}\n`;
         context.stdout`  signatures  the checkpoint's, and every one in the ${history.records.length} records of its name\n`;

@@ -4,8 +4,8 @@ import { parseVersion } from "../../domain/semver-order.js";
 import { columnText, type Column, type Expr, type Literal, type Predicate, type Query } from "./ast.js";
 import { QueryError } from "./query-error.js";
 
-/** How a column's values compare, which decides the operators and literals it accepts. */
-export type ColumnKind = FieldKind;
+/** How a column's values compare, which decides the operators and literals it accepts; marks are never queried, their booleans are. */
+export type ColumnKind = Exclude<FieldKind, "mark">;
 
 /** Predicate operators as the checker names them: comparison symbols plus the keyword forms. */
 export type QueryOperator = "=" | "!=" | "<" | "<=" | ">" | ">=" | "IN" | "LIKE" | "IS NULL" | "CONTAINS";
@@ -261,7 +261,7 @@ export function literalProblem(kind: ColumnKind, value: Literal["value"]): strin
     case "boolean":
       return typeof value === "boolean" ? undefined : "TRUE or FALSE";
     case "status":
-      return typeof value === "string" && STATUSES.includes(value) ? undefined : "'active' or 'revoked'";
+      return typeof value === "string" && STATUSES.includes(value) ? undefined : STATUSES.map((status) => `'${status}'`).join(", ");
   }
 }
 

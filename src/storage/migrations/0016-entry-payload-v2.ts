@@ -23,8 +23,12 @@ export async function up(knex: Knex): Promise<void> {
       add column license text not null default ''
   `);
   await knex.raw(`drop function ${CREATE_ENTRY_SIGNATURE}`);
-  await knex.raw(`
-    create function registry_create_entry(p_entry jsonb)
+  await knex.raw(CREATE_ENTRY_FROM_RECORD);
+}
+
+/** The create as this migration defines it; migration 0018 goes back to it. */
+export const CREATE_ENTRY_FROM_RECORD = `
+    create or replace function registry_create_entry(p_entry jsonb)
     returns table (assigned_sequence bigint, made_latest boolean)
     language plpgsql as $$
     declare
@@ -66,8 +70,7 @@ export async function up(knex: Knex): Promise<void> {
       assigned_sequence := created.sequence;
       return next;
     end $$;
-  `);
-}
+`;
 
 /** Back to migration 0012's function and the v1-only table; refused once an entry was signed as v2. */
 export async function down(knex: Knex): Promise<void> {

@@ -14,6 +14,8 @@ import * as createInOnePlan from "./0012-create-in-one-plan.js";
 import * as logSource from "./0013-log-source.js";
 import * as logStateBytes from "./0015-log-state-bytes.js";
 import * as entryPayloadV2 from "./0016-entry-payload-v2.js";
+import * as logNameIndex from "./0017-log-name-index.js";
+import * as versionStates from "./0018-version-states.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -40,6 +42,8 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0013-log-source", logSource],
   ["0015-log-state-bytes", logStateBytes],
   ["0016-entry-payload-v2", entryPayloadV2],
+  ["0017-log-name-index", logNameIndex],
+  ["0018-version-states", versionStates],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
