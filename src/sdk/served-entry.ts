@@ -1,7 +1,7 @@
 import { toJson } from "@bufbuild/protobuf";
 import canonicalize from "canonicalize";
 import { type Entry, EntrySchema } from "../../gen/registry/v1/entry_pb.js";
-import { MESSAGE_FIELDS } from "../domain/entry-fields.js";
+import { fieldSpec, MESSAGE_FIELDS } from "../domain/entry-fields.js";
 import type { VerifiedHistoryRecord } from "./history-verifier.js";
 import { recordEntries } from "./log-verifier.js";
 
@@ -13,6 +13,16 @@ export interface ServedMismatch {
   /** Undefined when the log holds no record of the version served. */
   readonly logged: unknown;
 }
+
+/** What a record written before a field existed means by leaving it out: a text's `absentAs` (payloadType's v1), false, or nothing. */
+const ABSENT_FROM_OLDER_RECORDS: Readonly<Record<string, unknown>> = Object.freeze(
+  Object.fromEntries(
+    MESSAGE_FIELDS.map((field) => [
+      field.name,
+      field.kind === "boolean" ? false : field.kind === "text" ? (fieldSpec(field).absentAs ?? "") : null,
+    ]),
+  ),
+);
 
 const TIME_FIELDS: ReadonlySet<string> = new Set(MESSAGE_FIELDS.filter((field) => field.kind === "time").map((field) => field.name));
 
@@ -29,7 +39,7 @@ export function servedEntryMismatch(served: Entry, history: readonly VerifiedHis
     .findLast((entry) => entry !== undefined);
   if (own === undefined) return { field: "entryDid", served: served.entryDid, logged: undefined };
   const latest = history.map((record) => record.record.latestVersion).findLast((version) => typeof version === "string");
-  const logged: Record<string, unknown> = { ...own, isLatest: latest === own.version };
+  const logged: Record<string, unknown> = { ...ABSENT_FROM_OLDER_RECORDS, ...own, isLatest: latest === own.version };
   for (const field of new Set([...Object.keys(logged), ...Object.keys(servedJson)])) {
     if (comparable(field, servedJson[field]) !== comparable(field, logged[field]))
       return { field, served: servedJson[field], logged: logged[field] };

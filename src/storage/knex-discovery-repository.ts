@@ -95,9 +95,10 @@ export function buildPageQuery(
   for (const item of selectList) query.select(db.raw(item.sql, bound(item)));
   for (const [index, key] of keys.entries())
     query.select(db.raw(`(${key.expression.sql})::text as ${keyAlias(index)}`, bound(key.expression)));
+  // Knex joins raw conditions with a bare "and": a top-level OR must keep its own parentheses.
   if (plan.where !== undefined) {
     const where = filterSql(plan.where);
-    query.whereRaw(where.sql, bound(where));
+    query.whereRaw(`(${where.sql})`, bound(where));
   }
   if (page.after !== undefined) {
     const after = afterPositionSql(keys, page.after);
@@ -115,7 +116,7 @@ export function buildCountQuery(db: Knex | Knex.Transaction, plan: DiscoveryPlan
   const matches = db("entries").select(db.raw("1"));
   if (plan.where !== undefined) {
     const where = filterSql(plan.where);
-    matches.whereRaw(where.sql, bound(where));
+    matches.whereRaw(`(${where.sql})`, bound(where));
   }
   if (Number.isFinite(limit)) matches.limit(limit + 1);
   return db.count({ count: "*" }).from(matches.as("matches"));

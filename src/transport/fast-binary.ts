@@ -27,7 +27,8 @@ type FieldPlan =
   | { readonly kind: "int"; readonly name: string; readonly tag: number; readonly implicit: boolean }
   | { readonly kind: "strings"; readonly name: string; readonly tag: number }
   | { readonly kind: "struct"; readonly name: string; readonly tag: number }
-  | { readonly kind: "message"; readonly name: string; readonly tag: number; readonly plan: readonly FieldPlan[] };
+  | { readonly kind: "message"; readonly name: string; readonly tag: number; readonly plan: readonly FieldPlan[] }
+  | { readonly kind: "messages"; readonly name: string; readonly tag: number; readonly plan: readonly FieldPlan[] };
 
 const plans = new Map<DescMessage, readonly FieldPlan[] | null>();
 
@@ -82,10 +83,13 @@ function fieldPlan(field: DescField): FieldPlan | undefined {
         default:
           return undefined;
       }
-    case "list":
-      return field.listKind === "scalar" && field.scalar === ScalarType.STRING
-        ? { kind: "strings", name, tag: (field.number << 3) | LEN }
-        : undefined;
+    case "list": {
+      if (field.listKind === "scalar" && field.scalar === ScalarType.STRING)
+        return { kind: "strings", name, tag: (field.number << 3) | LEN };
+      if (field.listKind !== "message" || field.delimitedEncoding || field.message.typeName === STRUCT) return undefined;
+      const nested = planOf(field.message);
+      return nested === undefined ? undefined : { kind: "messages", name, tag: (field.number << 3) | LEN, plan: nested };
+    }
     case "message": {
       if (field.delimitedEncoding) return undefined;
       if (field.message.typeName === STRUCT) return { kind: "struct", name, tag: (field.number << 3) | LEN };
@@ -140,6 +144,9 @@ function sizeOfFields(plan: readonly FieldPlan[], message: unknown): number {
       case "message":
         size += tag + lengthDelimitedSize(sizeOfFields(step.plan, value));
         break;
+      case "messages":
+        for (const item of value as readonly unknown[]) size += tag + lengthDelimitedSize(sizeOfFields(step.plan, item));
+        break;
     }
   }
   return size;
@@ -170,6 +177,10 @@ function writeFields(plan: readonly FieldPlan[], message: unknown, out: Buffer, 
       }
       case "message":
         at = writeFields(step.plan, value, out, writeVarint(out, writeVarint(out, at, step.tag), sizeOfFields(step.plan, value)));
+        break;
+      case "messages":
+        for (const item of value as readonly unknown[])
+          at = writeFields(step.plan, item, out, writeVarint(out, writeVarint(out, at, step.tag), sizeOfFields(step.plan, item)));
         break;
     }
   }

@@ -490,6 +490,21 @@ describe("query-language LIMIT and page size", () => {
     );
   });
 
+  it("pages a filter whose top level is OR without repeating or losing a row", async () => {
+    const query = "SELECT entry_did FROM entries WHERE entry_type = 'agent' OR tags CONTAINS 'search' OR status = 'revoked'";
+    const rows: string[] = [];
+    let cursor = "";
+    do {
+      const result = await rest.query({ query, limit: 2, cursor });
+      expect(result.code).toBe("ok");
+      rows.push(...result.body.entries.map((row: EntryJson) => row.entryDid));
+      cursor = result.body.nextCursor ?? "";
+    } while (cursor !== "");
+    const whole = (await rest.query({ query, limit: 100 })).body.entries.map((row: EntryJson) => row.entryDid);
+    expect(whole.length).toBeGreaterThan(2);
+    expect(rows).toEqual(whole);
+  });
+
   it("the default page size is min(LIMIT, 20)", async () => {
     const result = await rest.query({ query: "SELECT entry_did FROM entries LIMIT 3" });
     expect(result.body.entries).toHaveLength(3);

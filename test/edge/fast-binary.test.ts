@@ -1,6 +1,7 @@
 import { create, toBinary, type DescMessage, type JsonObject, type JsonValue, type Message } from "@bufbuild/protobuf";
 import { ValueSchema } from "@bufbuild/protobuf/wkt";
 import { describe, expect, it } from "vitest";
+import { StatusSchema } from "../../gen/google/rpc/status_pb.js";
 import { encodeBinary, writesDirectly } from "../../src/transport/fast-binary.js";
 import { seededRandom } from "../support/seeded-random.js";
 import { ChangeSchema, ListChangesResponseSchema } from "../../gen/registry/v1/change_feed_service_pb.js";
@@ -72,6 +73,13 @@ function entry(next: () => number): Message {
     ...(next() < 0.5 ? { revokedAt: pick(next, ["", "2026-11-24T10:00:00Z"]) } : {}),
     ...(next() < 0.5 ? { revocationReason: text(next) } : {}),
     isLatest: next() < 0.5,
+    homepage: text(next),
+    payloadType: pick(next, ["registry.entry.v1", "registry.entry.v2", ""]),
+    ...(next() < 0.3 ? { deprecation: { reason: text(next), replacement: text(next), at: text(next), by: text(next) } } : {}),
+    ...(next() < 0.3 ? { yank: { reason: text(next), at: text(next), by: text(next) } } : {}),
+    ...(next() < 0.2 ? { removal: { policy: "malware", note: text(next), at: text(next), by: text(next) } } : {}),
+    deprecated: next() < 0.3,
+    archived: next() < 0.2,
   });
 }
 
@@ -104,6 +112,18 @@ describe("the direct binary writer", () => {
         seed,
       );
       expectSameBytes(
+        ChangeSchema,
+        create(ChangeSchema, {
+          index: BigInt(seed),
+          kind: "entry.lifecycle",
+          entries: Array.from({ length: Math.floor(next() * 3) }, () => entry(next)) as never,
+          request: jsonObject(next, 0),
+          latestVersion: text(next),
+          loggedAt: text(next),
+        }),
+        seed,
+      );
+      expectSameBytes(
         EntryVersionSchema,
         create(EntryVersionSchema, {
           version: text(next),
@@ -111,6 +131,8 @@ describe("the direct binary writer", () => {
           status: text(next),
           publishedAt: text(next),
           sequence: BigInt(seed),
+          deprecated: next() < 0.5,
+          yanked: next() < 0.5,
         }),
         seed,
       );
@@ -132,9 +154,25 @@ describe("the direct binary writer", () => {
     expectSameBytes(EntrySchema, create(EntrySchema, { data: {} }), 0);
   });
 
+  it("writes repeated messages: a feed page of every kind of change", () => {
+    for (let seed = 1; seed <= 100; seed += 1) {
+      const next = seededRandom(seed);
+      const changes = Array.from({ length: Math.floor(next() * 4) }, (_, i) =>
+        create(ChangeSchema, {
+          index: BigInt(i),
+          kind: "entry.moderation",
+          entries: [entry(next)] as never,
+          request: jsonObject(next, 0),
+          loggedAt: text(next),
+        }),
+      );
+      expectSameBytes(ListChangesResponseSchema, create(ListChangesResponseSchema, { changes, size: BigInt(seed) } as never), seed);
+    }
+  });
+
   it("leaves to protobuf-es the shapes it does not write, and fields it does not know", () => {
     expect(writesDirectly(ValueSchema)).toBe(false); // a oneof
-    expect(writesDirectly(ListChangesResponseSchema)).toBe(false); // repeated messages
+    expect(writesDirectly(StatusSchema)).toBe(false); // bytes, inside its repeated Any
     const withUnknown = { ...create(EntrySchema, { version: "1.0.0" }), $unknown: [{ no: 99, wireType: 0, data: new Uint8Array([1]) }] };
     expect(Buffer.from(encodeBinary(EntrySchema, withUnknown as Message))).toEqual(
       Buffer.from(toBinary(EntrySchema, withUnknown as never)),

@@ -69,6 +69,8 @@ describe.each(PROTOCOLS)("the entry lifecycle over %s", (protocol) => {
       status: "active",
       publishedAt: expect.stringMatching(/Z$/),
       sequence: expect.stringMatching(/^[0-9]+$/),
+      deprecated: false,
+      yanked: false,
     });
     client.close();
   });

@@ -219,6 +219,8 @@ describe("the versions listing", () => {
         status: "active",
         publishedAt: expect.stringMatching(/\.\d{3}Z$/),
         sequence: expect.stringMatching(/^[1-9][0-9]*$/),
+        deprecated: false,
+        yanked: false,
       });
       const latest = await grpc.resolve(base(name));
       expect(latest.body).toMatchObject({ version: "10.0.0", isLatest: true });

@@ -26,14 +26,21 @@ import { restoreDump, type RestoredDatabase } from "./restored-database.js";
  * What an upgrade may add to the answers of an old release, each with the value every old entry
  * must then show. Record bytes have no such list: they never change.
  */
-const OLD_ENTRY_MEMBERS = { payloadType: "registry.entry.v1", homepage: "", repository: "", license: "" };
+const OLD_ENTRY_MEMBERS = {
+  payloadType: "registry.entry.v1",
+  homepage: "",
+  repository: "",
+  license: "",
+  deprecated: false,
+  archived: false,
+};
 const ADDED_MEMBERS: Readonly<Record<"entry" | "version" | "change" | "changeEntry", Json>> = {
   /** An entry as resolve returns it: entries written before payload v2 were signed as v1, with v2's fields empty. */
   entry: OLD_ENTRY_MEMBERS,
   /** An item of a versions listing. */
-  version: {},
-  /** A change of the feed, beside its entry. */
-  change: {},
+  version: { deprecated: false, yanked: false },
+  /** A change of the feed, beside its entry: protobuf JSON writes the (empty) list of a lifecycle record's versions. */
+  change: { entries: [] },
   /** The entry a change carries: as resolve returns it (docs/feed.md), so usually as `entry`. */
   changeEntry: OLD_ENTRY_MEMBERS,
 };
@@ -42,7 +49,19 @@ const ADDED_MEMBERS: Readonly<Record<"entry" | "version" | "change" | "changeEnt
  * The columns an upgrade added to `entries`, with what a row written before holds. The release's
  * log kept its entry states without them, and a mirror stores them with: both mean the same.
  */
-const OLD_ROW_COLUMNS = { payload_type: "registry.entry.v1", homepage: "", repository: "", license: "" };
+const OLD_ROW_COLUMNS = {
+  payload_type: "registry.entry.v1",
+  homepage: "",
+  repository: "",
+  license: "",
+  deprecation: null,
+  yank: null,
+  quarantine: null,
+  removal: null,
+  archive: null,
+  deprecated: false,
+  archived: false,
+};
 
 function withOldColumns(state: Awaited<ReturnType<typeof stateOf>>) {
   return { ...state, log: state.log.map((row) => ({ ...row, entry_state: { ...OLD_ROW_COLUMNS, ...(row.entry_state as object) } })) };
