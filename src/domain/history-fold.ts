@@ -120,7 +120,10 @@ export interface NameHistory {
   readonly archive?: Archive;
   /** What resolving the bare DID answers; undefined while no version may be latest. */
   readonly latest?: string;
-  /** The last accepted `issuedAt` per payload type and subject (`issuedAtScope`). */
+  /**
+   * The last accepted `issuedAt` per payload type on the name (`issuedAtScope` of the bare DID): one
+   * clock for a name and all its versions, as the registry keeps it (docs/lifecycle.md, "Replay").
+   */
   readonly lastIssuedAt: ReadonlyMap<string, string>;
   /** How many events were folded: the position of the next one. */
   readonly position: number;
@@ -130,6 +133,9 @@ export interface FoldOptions {
   /** Whether `did` held moderation authority (a `registry.admin` signer) when the registry accepted an event at `at`. */
   readonly isModerator: (did: string, at: Date) => boolean;
 }
+
+/** One event folded: the history after it, and the versions it changed (every version, for an archive). */
+export type FoldStep = { readonly history: NameHistory; readonly changed: readonly string[] } | { readonly refusal: FoldRefusal };
 
 export interface FoldResult {
   /** The state after the last event accepted: before the refused one, when there is one. */
@@ -156,6 +162,15 @@ export function foldHistory(name: string, events: Iterable<NameEvent>, options: 
   return { history: freezeHistory(draft) };
 }
 
+/** Folds one event onto `history`: what a reader of records checks each record's stated outcome against. */
+export function foldEvent(history: NameHistory, event: NameEvent, options: FoldOptions): FoldStep {
+  const draft = draftOf(history);
+  const refusal = step(draft, event, options);
+  if (refusal !== undefined) return { refusal };
+  draft.position++;
+  return { history: freezeHistory(draft), changed: Object.freeze([...draft.changed]) };
+}
+
 /** The role `did` holds on the name, if any: the one place signer authority is read from. */
 export function controllerRole(history: Pick<NameHistory, "controllers">, did: string): ControllerRole | undefined {
   return history.controllers.find((controller) => controller.did === did)?.role;
@@ -173,6 +188,8 @@ interface Draft {
   archive: Archive | undefined;
   lastIssuedAt: Map<string, string>;
   position: number;
+  /** The versions the event being folded changed. */
+  changed: string[];
 }
 
 function draftOf(history: NameHistory): Draft {
@@ -183,10 +200,11 @@ function draftOf(history: NameHistory): Draft {
     archive: history.archive,
     lastIssuedAt: new Map(history.lastIssuedAt),
     position: history.position,
+    changed: [],
   };
 }
 
-function freezeHistory(draft: Omit<Draft, "archive"> & { archive?: Archive | undefined }): NameHistory {
+function freezeHistory(draft: Omit<Draft, "archive" | "changed"> & { archive?: Archive | undefined }): NameHistory {
   const versions = new Map(draft.versions);
   const latest = latestVersion([...versions].map(([version, state]) => ({ version, state })));
   return Object.freeze({
@@ -202,6 +220,7 @@ function freezeHistory(draft: Omit<Draft, "archive"> & { archive?: Archive | und
 
 /** Applies one event to the draft, or leaves it untouched and says which rule the event breaks. */
 function step(draft: Draft, event: NameEvent, options: FoldOptions): FoldRefusal | undefined {
+  draft.changed = [];
   // A name exists from its first version on; nothing else can come first.
   if (draft.versions.size === 0 && event.kind !== "created") return refuse(draft, "unknown-name", `${draft.name} has no version`);
   switch (event.kind) {
@@ -229,6 +248,7 @@ function created(draft: Draft, event: VersionCreatedEvent): FoldRefusal | undefi
     return refuse(draft, "not-a-controller", `${event.by} is not a controller of ${draft.name}`);
   }
   draft.versions.set(event.version, ACTIVE_STATE);
+  draft.changed = [event.version];
   return undefined;
 }
 
@@ -245,7 +265,7 @@ function lifecycle(draft: Draft, event: LifecycleEvent): FoldRefusal | undefined
   if (controllerRole(draft, event.by) === undefined) {
     return refuse(draft, "not-a-controller", `${event.by} is not a controller of ${draft.name}`);
   }
-  const scope = issuedAtScope(LIFECYCLE_PAYLOAD_TYPE, subjectOf(draft.name, event.version));
+  const scope = issuedAtScope(LIFECYCLE_PAYLOAD_TYPE, draft.name);
   const stale = staleIssuedAt(draft, scope, event.issuedAt);
   if (stale !== undefined) return stale;
   const { action } = event;
@@ -256,6 +276,8 @@ function lifecycle(draft: Draft, event: LifecycleEvent): FoldRefusal | undefined
     const archive = applyArchive(draft.archive, { action, reason: event.reason, at: event.at, by: event.by });
     if (!archive.changed) return refuse(draft, "changes-nothing", `${draft.name} is not archived: ${action} changes nothing`);
     draft.archive = archive.state;
+    // The registry writes the name's archive onto every version, removed ones too.
+    draft.changed = [...draft.versions.keys()];
   } else {
     const change: VersionLifecycleChange = { action, reason: event.reason, replacement: event.replacement, at: event.at, by: event.by };
     const refusal = applyToVersions(draft, event.version, (state) => applyLifecycle(state, change));
@@ -267,7 +289,7 @@ function lifecycle(draft: Draft, event: LifecycleEvent): FoldRefusal | undefined
 
 function moderation(draft: Draft, event: ModerationEvent, options: FoldOptions): FoldRefusal | undefined {
   if (!options.isModerator(event.by, event.at)) return refuse(draft, "not-a-moderator", `${event.by} is not a moderator`);
-  const scope = issuedAtScope(MODERATION_PAYLOAD_TYPE, subjectOf(draft.name, event.version));
+  const scope = issuedAtScope(MODERATION_PAYLOAD_TYPE, draft.name);
   const stale = staleIssuedAt(draft, scope, event.issuedAt);
   if (stale !== undefined) return stale;
   const refusal = applyToVersions(draft, event.version, (state) => applyModeration(state, event));
@@ -306,6 +328,7 @@ function applyToVersions(
   }
   if (changes.length === 0) return refuse(draft, "changes-nothing", `${subjectOf(draft.name, version)}: the event changes nothing`);
   for (const [name, state] of changes) draft.versions.set(name, state);
+  draft.changed = changes.map(([name]) => name);
   return undefined;
 }
 

@@ -5,6 +5,7 @@ import {
   emptyHistory,
   type FoldOptions,
   type FoldResult,
+  foldEvent,
   foldHistory,
   type LifecycleEvent,
   type ModerationEvent,
@@ -77,9 +78,13 @@ describe("folding a name's history", () => {
     expect(controllerRole(history, OWNER)).toBe("owner");
     expect(controllerRole(history, STRANGER)).toBeUndefined();
     expect(history.position).toBe(6);
-    expect(history.lastIssuedAt.get(issuedAtScope("registry.lifecycle.v1", `${NAME}@1.1.0`))).toBe(deprecate.issuedAt);
-    expect(history.lastIssuedAt.get(issuedAtScope("registry.moderation.v1", `${NAME}@1.0.0`))).toBe(quarantine.issuedAt);
-    expect(history.lastIssuedAt.get(issuedAtScope("registry.lifecycle.v1", NAME))).toBe(archive.issuedAt);
+    // One clock per payload type on the name, whichever version a request addressed.
+    expect(history.lastIssuedAt).toEqual(
+      new Map([
+        [issuedAtScope("registry.lifecycle.v1", NAME), archive.issuedAt],
+        [issuedAtScope("registry.moderation.v1", NAME), quarantine.issuedAt],
+      ]),
+    );
     expect(Object.isFrozen(history) && Object.isFrozen(history.controllers)).toBe(true);
   });
 
@@ -134,6 +139,31 @@ describe("folding a name's history", () => {
     expect(first.history.versions.get("1.0.0")?.yank).toBeDefined(); // the earlier history is not changed
     const replay = foldHistory(NAME, [events[1]!], OPTIONS, rest.history);
     expect(replay.refusal).toMatchObject({ rule: "stale-issued-at", position: 4 });
+  });
+
+  it("folds one event at a time, saying which versions it changed", () => {
+    let history = emptyHistory(NAME);
+    const changes: (readonly string[])[] = [];
+    const events = [
+      created("1.0.0"),
+      created("2.0.0"),
+      moderation({ action: "remove", version: "1.0.0" }),
+      lifecycle("yank"),
+      lifecycle("archive"),
+      lifecycle("unyank", { version: "2.0.0" }),
+    ];
+    for (const event of events) {
+      const step = foldEvent(history, event, OPTIONS);
+      if ("refusal" in step) throw new Error(step.refusal.message);
+      history = step.history;
+      changes.push(step.changed);
+    }
+    // The bare yank passes over the removed version; the archive is written onto every version.
+    expect(changes).toEqual([["1.0.0"], ["2.0.0"], ["1.0.0"], ["2.0.0"], ["1.0.0", "2.0.0"], ["2.0.0"]]);
+    expect(history).toEqual(accepted(...events));
+    expect(foldEvent(history, lifecycle("unyank"), OPTIONS)).toEqual({
+      refusal: expect.objectContaining({ rule: "changes-nothing", position: events.length }),
+    });
   });
 
   it("starts from nothing", () => {
@@ -219,18 +249,17 @@ describe("refusals", () => {
     expect(seen).toEqual([[STRANGER, event.at]]);
   });
 
-  it("an issuedAt not strictly later than the last accepted for the same payload type and subject: stale-issued-at", () => {
+  it("an issuedAt not strictly later than the last accepted for the same payload type on the name: stale-issued-at", () => {
     const yank = lifecycle("yank", { version: "1.0.0" });
-    const before = [created("1.0.0"), yank];
+    const before = [created("1.0.0"), created("2.0.0"), yank];
     refusedAt(before, { ...lifecycle("unyank", { version: "1.0.0" }), issuedAt: yank.issuedAt }, "stale-issued-at");
     refusedAt(before, { ...lifecycle("deprecate", { version: "1.0.0" }), issuedAt: "2026-11-21T09:00:00.000Z" }, "stale-issued-at");
-    // Another subject (the bare DID) or another payload type keeps its own last issuedAt.
-    const older = "2026-11-21T09:00:00.000Z";
-    accepted(
-      ...before,
-      lifecycle("deprecate", { issuedAt: older }),
-      moderation({ action: "quarantine", version: "1.0.0", issuedAt: yank.issuedAt }),
-    );
+    // The clock is the name's: a captured unyank of the bare DID, signed before the yank of 1.0.0,
+    // must not undo it, and another version's request is no fresher for being about another version.
+    refusedAt(before, lifecycle("unyank", { issuedAt: "2026-11-21T09:00:00.000Z" }), "stale-issued-at");
+    refusedAt(before, lifecycle("yank", { version: "2.0.0", issuedAt: yank.issuedAt }), "stale-issued-at");
+    // Another payload type keeps its own clock.
+    accepted(...before, moderation({ action: "quarantine", version: "1.0.0", issuedAt: yank.issuedAt }));
     const quarantine = moderation({ action: "quarantine", version: "1.0.0" });
     refusedAt(
       [...before, quarantine],
