@@ -15,6 +15,7 @@ import { EXIT } from "./exit-codes.js";
 export type RunMirrorOptions = {
   readonly from: string;
   readonly logKey?: string;
+  readonly moderator?: readonly string[];
   readonly once?: boolean;
   readonly interval: string;
   readonly json?: boolean;
@@ -55,6 +56,7 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
       hasher: nodeMerkleHasher,
       batch: settings.batch,
       signal: stopping.signal,
+      ...(options.moderator === undefined ? {} : { moderators: options.moderator }),
     });
     for (;;) {
       report(await mirror.catchUp(), options, context);

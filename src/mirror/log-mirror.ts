@@ -1,5 +1,7 @@
 import { PUBLISHER_FIELDS } from "../domain/entry-fields.js";
-import { validateEntry } from "../domain/entry-rules.js";
+import { validateEntry, type ValidEntry } from "../domain/entry-rules.js";
+import type { FoldOptions, NameHistory } from "../domain/history-fold.js";
+import { statusOf } from "../domain/version-state.js";
 import { InvalidArgumentError } from "../errors.js";
 import {
   LogVerificationError,
@@ -8,15 +10,17 @@ import {
   verifyCheckpoint,
   verifyCheckpointsConsistent,
   verifyRecordSignatures,
+  type LogRecord,
   type VerifiedCheckpoint,
 } from "../sdk/log-verifier.js";
+import { foldRecord, foldRecords, markJson, recordName, versionMarks } from "../sdk/record-events.js";
 import { hashesEqual, type MerkleHasher } from "../transparency/merkle.js";
 import type { NoteKey } from "../transparency/signed-note.js";
 import { appendLeaves } from "../transparency/stored-hashes.js";
 import { verifyConsistency } from "../transparency/verify.js";
 import { MirrorRefusedError, MirrorStoppedError } from "./mirror-errors.js";
 import { DEFAULT_MIRROR_SETTINGS } from "./mirror-settings.js";
-import type { MirroredChange, MirrorPosition, MirrorStore } from "./mirror-store.js";
+import type { MirroredAction, MirroredChange, MirroredEntryChange, MirrorPosition, MirrorStore } from "./mirror-store.js";
 
 /** The registry being mirrored: its signed checkpoint, proofs and records (c2sp.org/tlog-tiles and /v1/log). */
 export interface LogSource {
@@ -40,6 +44,11 @@ export interface LogMirrorOptions {
   readonly hasher: MerkleHasher;
   /** Records written per transaction. */
   readonly batch?: number;
+  /**
+   * The DIDs whose moderation (and revocation of others' entries) this mirror accepts; undefined
+   * to accept any signer the source logged, as the source's signed checkpoint vouches for it.
+   */
+  readonly moderators?: readonly string[];
   /** Stops a catch-up between batches (MirrorStoppedError); a batch being written is committed first. */
   readonly signal?: AbortSignal;
 }
@@ -65,7 +74,8 @@ export interface LogMirror {
  * Nothing is taken on the source's word:
  *  - every checkpoint must be signed by the pinned key, and extend the last one this database
  *    holds (a consistency proof), or the source has shown two histories;
- *  - every record must carry valid signatures and a valid entry;
+ *  - every record must carry valid signatures and a valid entry, and fold onto its name's history
+ *    by the rules (history-fold.ts), stating the outcome the rules give (record-events.ts);
  *  - each batch is written only once its records, appended to this database's tree, give a tree
  *    that the source's checkpoint extends (a consistency proof from the batch's end to the
  *    checkpoint; at the checkpoint itself, the same root).
@@ -75,6 +85,9 @@ export function createLogMirror(options: LogMirrorOptions): LogMirror {
   const { source, store, logKey, hasher } = options;
   const batch = options.batch ?? DEFAULT_MIRROR_SETTINGS.batch;
   const signal = options.signal;
+  const moderators = options.moderators;
+  // Without a pinned list the source's signed log vouches for its moderators (docs/operations.md).
+  const foldOptions: FoldOptions = { isModerator: (did) => moderators === undefined || moderators.includes(did) };
 
   async function latestCheckpoint(): Promise<VerifiedCheckpoint> {
     try {
@@ -128,7 +141,8 @@ export function createLogMirror(options: LogMirrorOptions): LogMirror {
   async function appendBatch(from: number, count: number, latest: VerifiedCheckpoint): Promise<void> {
     const records = await source.records(from, count, latest.treeSize);
     if (records.length !== count) throw new MirrorRefusedError(`${source.url} served ${records.length} records for ${count}`);
-    const changes = await Promise.all(records.map((bytes, i) => mirroredChange(bytes, from + i)));
+    const checked = await Promise.all(records.map((bytes, i) => checkedRecord(bytes, from + i)));
+    const changes = await foldedChanges(checked, store, foldOptions);
     const end = from + count;
     const proof = end < latest.treeSize ? await source.consistencyProof(end, latest.treeSize) : [];
     await store.append({
@@ -191,40 +205,94 @@ function sameKey(verifierKey: string, pinned: NoteKey): boolean {
   }
 }
 
-/** A record checked as its source's registry checked it when it was written, ready to store. */
-async function mirroredChange(bytes: Uint8Array, index: number): Promise<MirroredChange> {
-  try {
+/** A record whose signatures verified, with its entry checked by this registry's rules when it has one. */
+interface CheckedRecord {
+  readonly index: number;
+  readonly bytes: Uint8Array;
+  readonly record: LogRecord;
+  readonly entry?: ValidEntry;
+}
+
+/** A record checked as its source's registry checked it when it was written: everything but its place in its name's history. */
+async function checkedRecord(bytes: Uint8Array, index: number): Promise<CheckedRecord> {
+  return refusing(index, async () => {
     const record = parseLogRecord(bytes);
     if (record.index !== String(index)) throw new LogVerificationError(`record ${index} says it is record ${record.index}`);
     await verifyRecordSignatures(record);
     const entry = record.entry;
-    if (entry === undefined)
-      throw new LogVerificationError(`record ${index} is a ${record.kind} record, which this mirror cannot fold yet`);
-    const loggedAt = new Date(record.loggedAt);
+    if (entry === undefined) return { index, bytes, record };
     const valid = validateEntry(
       Object.fromEntries(PUBLISHER_FIELDS.map((field) => [field.name, entry[field.name]])),
       // The source's types are its own choice; its clock at the time is the record's.
-      { entryTypes: [String(entry.entryType)], now: loggedAt },
+      { entryTypes: [String(entry.entryType)], now: new Date(record.loggedAt) },
     );
-    const status = record.kind === "entry.created" ? "active" : "revoked";
-    if (entry.status !== status)
-      throw new LogVerificationError(`record ${index} (${record.kind}) leaves its entry ${String(entry.status)}`);
+    return { index, bytes, record, entry: valid };
+  });
+}
+
+/**
+ * The batch's records folded in log order onto their names' histories as this database holds
+ * them (each name's stored records folded again: the database is the source's copy, written only
+ * by this mirror), each refused when the rules refuse it or it states another outcome.
+ */
+async function foldedChanges(records: readonly CheckedRecord[], store: MirrorStore, options: FoldOptions): Promise<MirroredChange[]> {
+  const names = records.map((checked) => refusing(checked.index, () => recordName(checked.record)));
+  const stored = await store.recordsAbout([...new Set(names)]);
+  const histories = new Map<string, NameHistory>();
+  const historyOf = (name: string) =>
+    histories.get(name) ??
+    refusing(-1, () => {
+      try {
+        return foldRecords(name, (stored.get(name) ?? []).map(parseLogRecord), options);
+      } catch (error) {
+        if (error instanceof LogVerificationError)
+          throw new MirrorRefusedError(`this database's own records of ${name} do not fold: ${error.message}`);
+        throw error;
+      }
+    });
+  return records.map((checked, i) =>
+    refusing(checked.index, () => {
+      const name = names[i]!;
+      const step = foldRecord(historyOf(name), checked.record, options);
+      histories.set(name, step.history);
+      return mirroredChange(checked, name, step.history, step.changed);
+    }),
+  );
+}
+
+/** A folded record in the shape this database keeps it. */
+function mirroredChange(checked: CheckedRecord, name: string, history: NameHistory, changed: readonly string[]): MirroredChange {
+  const { index, bytes, record, entry } = checked;
+  const common = { index, bytes, latestVersion: String(record.latestVersion), loggedAt: new Date(record.loggedAt) };
+  if (entry === undefined) {
+    const isNameAction = record.request?.action === "archive" || record.request?.action === "unarchive";
     return {
-      index,
-      kind: record.kind,
-      bytes,
-      entry: valid,
-      state: {
-        sequence: BigInt(entry.sequence),
-        status,
-        revokedAt: entry.revokedAt === null ? null : new Date(entry.revokedAt),
-        revocationReason: entry.revocationReason ?? null,
-      },
-      latestVersion: String(record.latestVersion),
-      ...(record.revocation === null ? {} : { revocation: record.revocation }),
-      loggedAt,
+      ...common,
+      kind: record.kind as MirroredAction["kind"],
+      baseDid: name,
+      request: record.request ?? {},
+      versions: changed.map((version) => ({ entryDid: `${name}@${version}`, marks: versionMarks(history.versions.get(version)!) })),
+      ...(isNameAction ? { archive: markJson(history.archive) } : {}),
     };
-  } catch (error) {
+  }
+  const logged = record.entry!;
+  return {
+    ...common,
+    kind: record.kind as MirroredEntryChange["kind"],
+    entry,
+    state: {
+      sequence: BigInt(logged.sequence),
+      status: statusOf(history.versions.get(String(logged.version))!),
+      revokedAt: logged.revokedAt == null ? null : new Date(logged.revokedAt),
+      revocationReason: logged.revocationReason ?? null,
+    },
+    ...(record.revocation == null ? {} : { revocation: record.revocation }),
+  };
+}
+
+/** The errors of reading one record as the mirror's refusal naming it; -1 when no record is to blame. */
+function refusing<T>(index: number, read: () => T): T {
+  const refusal = (error: unknown): never => {
     if (error instanceof LogVerificationError) throw new MirrorRefusedError(error.message);
     if (error instanceof InvalidArgumentError)
       throw new MirrorRefusedError(`record ${index} holds an entry this registry would refuse: ${error.message}`);
@@ -232,5 +300,11 @@ async function mirroredChange(bytes: Uint8Array, index: number): Promise<Mirrore
       throw new MirrorRefusedError(`record ${index} is malformed: ${error.message}`);
     }
     throw error;
+  };
+  try {
+    const result = read();
+    return (result instanceof Promise ? result.catch(refusal) : result) as T;
+  } catch (error) {
+    return refusal(error);
   }
 }

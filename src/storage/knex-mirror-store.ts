@@ -1,6 +1,7 @@
 import type { Knex } from "knex";
 import { MirrorRefusedError } from "../mirror/mirror-errors.js";
-import type { MirroredChange, MirrorStore } from "../mirror/mirror-store.js";
+import type { MirroredAction, MirroredChange, MirroredEntryChange, MirrorStore } from "../mirror/mirror-store.js";
+import { WITHHELD_VALUES } from "../domain/version-state.js";
 import { translatedDriverError, violatedUniqueConstraint } from "./driver-errors.js";
 import { createArgumentsOf, type EntryRow } from "./entry-row.js";
 import { logSize } from "./knex-change-log.js";
@@ -30,6 +31,20 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
       }
     },
 
+    async recordsAbout(baseDids) {
+      try {
+        const rows: { base_did: string; record: Buffer }[] = await knex("registry_log")
+          .select("base_did", "record")
+          .whereIn("base_did", baseDids)
+          .orderBy("log_index");
+        const records = new Map<string, Uint8Array[]>();
+        for (const row of rows) records.set(row.base_did, [...(records.get(row.base_did) ?? []), new Uint8Array(row.record)]);
+        return records;
+      } catch (error) {
+        throw translatedDriverError(error);
+      }
+    },
+
     async append({ changes, extend, checkpointNote }) {
       try {
         await knex.transaction(async (tx) => {
@@ -50,7 +65,7 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
             });
           }
           // Caches and live change feeds of servers on this database learn of the changes as of a local write.
-          for (const baseDid of new Set(changes.map((change) => change.entry.baseDid))) {
+          for (const baseDid of new Set(changes.map(baseDidOf))) {
             await tx.raw("select pg_notify('registry_entry_changes', ?)", [baseDid]);
           }
         });
@@ -84,13 +99,18 @@ export async function mirroredLogKey(knex: Knex): Promise<string | undefined> {
  * What each unique constraint that a change can break says about this database: a row is already
  * there that the source's log did not put there. Any other violation is a fault of the mirror.
  */
-const WRITTEN_OUTSIDE_THE_LOG: Readonly<Record<string, (change: MirroredChange) => string>> = Object.freeze({
+const WRITTEN_OUTSIDE_THE_LOG: Readonly<Record<string, (change: MirroredEntryChange) => string>> = Object.freeze({
   entries_version_once: (change) => `${change.entry.entryDid} is already in this database outside its log`,
   entries_pkey: (change) => `sequence ${change.state.sequence} is already taken in this database by an entry outside its log`,
 });
 
+function baseDidOf(change: MirroredChange): string {
+  return "entry" in change ? change.entry.baseDid : change.baseDid;
+}
+
 /** The change applied, or refused (MirrorRefusedError) when this database holds a row the source's log did not write. */
 async function applyChange(tx: Knex.Transaction, change: MirroredChange): Promise<void> {
+  if (!("entry" in change)) return writeAction(tx, change);
   try {
     await writeChange(tx, change);
   } catch (error) {
@@ -102,7 +122,7 @@ async function applyChange(tx: Knex.Transaction, change: MirroredChange): Promis
 }
 
 /** The change applied to its entry, then recorded at its index with the source's bytes. */
-async function writeChange(tx: Knex.Transaction, change: MirroredChange): Promise<void> {
+async function writeChange(tx: Knex.Transaction, change: MirroredEntryChange): Promise<void> {
   const { entry, state } = change;
   if (change.kind === "entry.created") {
     await tx("entry_names")
@@ -130,11 +150,13 @@ async function writeChange(tx: Knex.Transaction, change: MirroredChange): Promis
     };
     await tx("entries").insert({ ...row, data: JSON.stringify(row.data) });
   } else {
+    // Status follows from the marks (migration 0018's trigger); a deprecated or yanked version may be revoked.
     const updated = await tx("entries")
-      .update({ status: state.status, revoked_at: state.revokedAt, revocation_reason: state.revocationReason })
+      .update({ revoked_at: state.revokedAt, revocation_reason: state.revocationReason })
       .where("entry_did", entry.entryDid)
-      .andWhere("status", "active");
-    if (updated !== 1) throw new MirrorRefusedError(`record ${change.index} revokes ${entry.entryDid}, which is not an active entry here`);
+      .whereNull("revoked_at")
+      .whereNull("removal");
+    if (updated !== 1) throw new MirrorRefusedError(`record ${change.index} revokes ${entry.entryDid}, which is not revocable here`);
   }
   await moveLatest(tx, entry.baseDid, change.latestVersion);
   const revocation = change.revocation;
@@ -155,6 +177,45 @@ async function writeChange(tx: Knex.Transaction, change: MirroredChange): Promis
       entry.entryDid,
     ],
   );
+}
+
+/**
+ * A lifecycle or moderation request applied as the fold gave it (log-mirror.ts): each changed
+ * version's marks (a removal also withholds its fields), the name's archive on the name and every
+ * version, then one log row with the changed versions' states and the request, as
+ * entry-action-service.ts and knex-entry-repository.ts write them at the source.
+ */
+async function writeAction(tx: Knex.Transaction, change: MirroredAction): Promise<void> {
+  for (const { entryDid, marks } of change.versions) {
+    const withheld = marks.removal === null ? {} : { ...WITHHELD_VALUES, data: JSON.stringify(WITHHELD_VALUES.data) };
+    const columns = Object.fromEntries(Object.entries(marks).map(([mark, value]) => [mark, value === null ? null : JSON.stringify(value)]));
+    const updated = await tx("entries")
+      .update({ ...columns, ...withheld })
+      .where("entry_did", entryDid);
+    if (updated !== 1) throw new MirrorRefusedError(`record ${change.index} acts on ${entryDid}, which is not here`);
+  }
+  if (change.archive !== undefined) {
+    const archive = change.archive === null ? null : JSON.stringify(change.archive);
+    await tx("entry_names").update({ archive }).where("base_did", change.baseDid);
+    await tx("entries").update({ archive }).where("base_did", change.baseDid);
+  }
+  await moveLatest(tx, change.baseDid, change.latestVersion);
+  const dids = change.versions.map((version) => version.entryDid);
+  await tx.raw(
+    `insert into registry_log (log_index, kind, base_did, entry_states, request, latest_version, logged_at, record)
+     select ?, ?, ?, (select jsonb_agg(to_jsonb(e) order by e.sequence) from entries e where e.entry_did = any(?::text[])), ?::jsonb, ?, ?, ?`,
+    [
+      String(change.index),
+      change.kind,
+      change.baseDid,
+      dids,
+      JSON.stringify(change.request),
+      change.latestVersion,
+      change.loggedAt,
+      Buffer.from(change.bytes),
+    ],
+  );
+  await tx("registry_log_versions").insert(dids.map((entryDid) => ({ entry_did: entryDid, log_index: String(change.index) })));
 }
 
 /**

@@ -129,7 +129,7 @@ describe("registry mirror", () => {
         expect(created.status).toBe(400);
         expect(await created.json()).toMatchObject({
           code: "failed_precondition",
-          message: "this registry serves a mirror of source.test/log: publish and revoke there",
+          message: "this registry serves a mirror of source.test/log: publish, revoke and act there",
         });
         const did = "did:reg:main:skill:mirrored-4@1.0.0";
         const revoked = await fetch(`${served.url}/v1/entries/${encodeURIComponent(did)}`, {

@@ -1,5 +1,6 @@
 import type { Knex } from "knex";
 import { expect } from "vitest";
+import { signLifecycle, signModeration, type KeyPair } from "../../src/sdk/signing.js";
 import { openDatabase, type Database } from "../../src/storage/database.js";
 import { childEnv, runCli, type CliResult } from "../support/child-processes.js";
 import type { PublishingSetup } from "../support/registry-fixture.js";
@@ -92,19 +93,78 @@ const LOG_COLUMNS = [
   "revocation_signer",
   "logged_at",
   "record",
+  "entry_states",
+  "request",
 ];
 
 /**
- * What must be identical in source and mirror: the log with its record bytes, the entries, the
- * tree's head. All but `created_at`, which says when each database stored the row.
+ * What must be identical in source and mirror: the log with its record bytes and requests, which
+ * versions each record is about, the entries, the names, the tree's head. All but `created_at`,
+ * which says when each database stored the row. (`signed_action_clock` is the source's own: it also
+ * counts requests that changed nothing, which the log does not show.)
  */
 export async function stateOf(knex: Knex) {
   const withoutCreatedAt = ({ created_at: _, ...row }: Record<string, unknown>) => row;
   const log = await knex("registry_log").select(LOG_COLUMNS).orderBy("log_index");
   return {
-    log: log.map((row) => ({ ...row, entry_state: withoutCreatedAt(row.entry_state) })),
+    log: log.map((row) => ({
+      ...row,
+      entry_state: row.entry_state === null ? null : withoutCreatedAt(row.entry_state),
+      entry_states: row.entry_states === null ? null : row.entry_states.map(withoutCreatedAt),
+    })),
+    logVersions: await knex("registry_log_versions").select("*").orderBy(["log_index", "entry_did"]),
     entries: (await knex("entries").select("*").orderBy("sequence")).map(withoutCreatedAt),
     names: (await knex("entry_names").select("*").orderBy("base_did")).map(withoutCreatedAt),
     tree: await knex("registry_tree_head").select("size", "root").first(),
   };
+}
+
+let lastIssuedAt = 0;
+/** Strictly later than the last this process made: the registry accepts nothing older on a name. */
+export function issuedAt(): string {
+  lastIssuedAt = Math.max(Date.now(), lastIssuedAt + 1);
+  return new Date(lastIssuedAt).toISOString();
+}
+
+/** A signed lifecycle request by the source's publisher, over REST; the registry must accept it. */
+export async function changeLifecycle(
+  source: PublishingSetup,
+  did: string,
+  action: string,
+  extra: { reason?: string; replacement?: string } = {},
+): Promise<void> {
+  const fields = {
+    subject: did,
+    action,
+    reason: extra.reason ?? "",
+    replacement: extra.replacement ?? "",
+    by: source.publisher.did,
+    issuedAt: issuedAt(),
+  };
+  const signature = await signLifecycle(fields as never, source.publisher.keys.privateKey);
+  const { subject: _, by: __, ...body } = fields;
+  await expectAccepted(source, `/v1/entries/${encodeURIComponent(did)}/lifecycle`, source.token, { ...body, signature });
+}
+
+/** A moderator's signed decision over REST, with a token holding registry.admin. */
+export async function moderate(
+  source: PublishingSetup,
+  moderator: { readonly keys: KeyPair; readonly token: string },
+  did: string,
+  action: string,
+  fields: { policy?: string; note: string },
+): Promise<void> {
+  const payload = { subject: did, action, policy: fields.policy ?? "", note: fields.note, by: moderator.keys.did, issuedAt: issuedAt() };
+  const signature = await signModeration(payload as never, moderator.keys.privateKey);
+  const { subject: _, by: __, ...body } = payload;
+  await expectAccepted(source, `/v1/entries/${encodeURIComponent(did)}/moderation`, moderator.token, { ...body, signature });
+}
+
+async function expectAccepted(source: PublishingSetup, path: string, token: string, body: unknown): Promise<void> {
+  const response = await fetch(`${source.registry.url}${path}`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+    body: JSON.stringify(body),
+  });
+  expect(response.status, await response.text()).toBe(200);
 }

@@ -18,6 +18,11 @@ export function registerMirrorCommand(program: Command, context: CliContext): vo
       "--log-key <key>",
       "the source log's verifier key to trust (default: REGISTRY_LOG_KEY, else the one the source publishes, which proves less)",
     )
+    .option(
+      "--moderator <did>",
+      "accept moderation only when signed by this DID (repeatable; default: any signer the source's signed log holds)",
+      (did: string, dids: string[] = []) => [...dids, did],
+    )
     .option("--once", "catch up once and exit, instead of following")
     .option("--interval <ms>", "how often to look for a new checkpoint while following", "2000")
     .option("--json", "one JSON object per step on stdout");
