@@ -2,7 +2,10 @@ import { historySubject } from "../domain/record-subject.js";
 import { RegistryClientError } from "../sdk/client-error.js";
 import { LogVerificationError } from "../sdk/log-verifier.js";
 import type { RegistryClient } from "../sdk/registry-client.js";
-import { servedEntryMismatch, type ServedMismatch } from "../sdk/served-entry.js";
+import type { NameHistory } from "../domain/history-fold.js";
+import type { VerifiedHistoryRecord } from "../sdk/history-verifier.js";
+import { foldRecords } from "../sdk/record-events.js";
+import { servedEntryMismatch, servedStateMismatch, type ServedMismatch } from "../sdk/served-entry.js";
 import { CliFailure, EXIT } from "./exit-codes.js";
 
 /** The SDK's verified history, a verification failure becoming exit 6 with its reason. */
@@ -19,12 +22,15 @@ const SETTLE_ATTEMPTS = 4;
 const SETTLE_MS = 750;
 
 /**
- * The entry the registry serves for `did`, proved to be the state its verified log gives
- * (servedEntryMismatch), with the name's verified history. A change of the last second is served
- * before the checkpoint holds it, so a disagreement is looked at again for about two seconds
- * before it is reported: exit 6 naming the member that differs.
+ * The entry the registry serves for `did`, proved to be the state its verified log gives: every
+ * member its newest record's (servedEntryMismatch), and its status, marks and latest the fold of
+ * the name's records by the rules (servedStateMismatch), each record's signer having the authority
+ * the rules give and stating the outcome they give (record-events.ts). `moderators`, when given,
+ * are the only DIDs whose moderation is accepted; otherwise the signed log vouches for them. A
+ * change of the last second is served before the checkpoint holds it, so a disagreement is looked
+ * at again for about two seconds before it is reported: exit 6 naming the member that differs.
  */
-export async function provedServedEntry(client: RegistryClient, did: string, logKey: string | undefined) {
+export async function provedServedEntry(client: RegistryClient, did: string, logKey: string | undefined, moderators?: readonly string[]) {
   for (let attempt = 1; ; attempt++) {
     const served = await client.resolve(did);
     const subject = historySubject(served.entryDid);
@@ -34,13 +40,29 @@ export async function provedServedEntry(client: RegistryClient, did: string, log
       if (!(error instanceof RegistryClientError && error.code === "not_found")) throw error;
       return undefined;
     });
+    const folded = history === undefined ? undefined : foldedHistory(subject.name, history.records, moderators);
     const mismatch =
-      history === undefined
+      history === undefined || folded === undefined
         ? { field: "entryDid", served: served.entryDid, logged: undefined }
-        : servedEntryMismatch(served, history.records);
+        : (servedEntryMismatch(served, history.records) ?? servedStateMismatch(served, folded));
     if (mismatch === undefined && history !== undefined) return { served, history };
     if (last) throw new CliFailure(mismatchMessage(mismatch!), EXIT.unverified);
     await new Promise((resolve) => setTimeout(resolve, SETTLE_MS));
+  }
+}
+
+/** The name's records folded by the rules; a record they refuse is exit 6 naming it. */
+function foldedHistory(name: string, records: readonly VerifiedHistoryRecord[], moderators: readonly string[] | undefined): NameHistory {
+  try {
+    return foldRecords(
+      name,
+      records.map((record) => record.record),
+      { isModerator: (signer) => moderators === undefined || moderators.includes(signer) },
+    );
+  } catch (error) {
+    if (error instanceof LogVerificationError)
+      throw new CliFailure(`the history of ${name} does not verify: ${error.message}`, EXIT.unverified);
+    throw error;
   }
 }
 

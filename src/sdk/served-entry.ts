@@ -3,7 +3,9 @@ import canonicalize from "canonicalize";
 import { type Entry, EntrySchema } from "../../gen/registry/v1/entry_pb.js";
 import { fieldSpec, MESSAGE_FIELDS } from "../domain/entry-fields.js";
 import type { VerifiedHistoryRecord } from "./history-verifier.js";
+import type { NameHistory } from "../domain/history-fold.js";
 import { recordEntries } from "./log-verifier.js";
+import { stateMismatch } from "./record-events.js";
 
 /** A member where what the registry serves and what its log holds differ. */
 export interface ServedMismatch {
@@ -54,4 +56,19 @@ function comparable(field: string, value: unknown): string {
   if (typeof value === "object" && Object.keys(value as object).length === 0) return "";
   if (TIME_FIELDS.has(field) && typeof value === "string" && !Number.isNaN(Date.parse(value))) return String(Date.parse(value));
   return canonicalize(value) ?? "";
+}
+
+/**
+ * Compares the entry a registry serves with the fold of its name's records (record-events.ts):
+ * its status, each mark of section 11, the fields a removal withholds, and `isLatest`. Returns the
+ * first member that differs, or undefined.
+ */
+export function servedStateMismatch(served: Entry, history: NameHistory): ServedMismatch | undefined {
+  const servedJson = toJson(EntrySchema, served, { alwaysEmitImplicit: true }) as Record<string, unknown>;
+  const state = history.versions.get(served.version);
+  if (state === undefined) return { field: "entryDid", served: served.entryDid, logged: undefined };
+  const mismatch = stateMismatch(servedJson, state, history.archive);
+  if (mismatch !== undefined) return { field: mismatch.field, served: mismatch.stated, logged: mismatch.folded };
+  const isLatest = history.latest === served.version;
+  return served.isLatest === isLatest ? undefined : { field: "isLatest", served: served.isLatest, logged: isLatest };
 }

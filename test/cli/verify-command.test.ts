@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createRegistryClient } from "../../src/sdk/index.js";
 import { LogVerificationError } from "../../src/sdk/log-verifier.js";
+import { generateKeyPair } from "../../src/sdk/signing.js";
+import { changeLifecycle, checkpointReaches, moderate } from "../mirror/mirror-fixture.js";
 import { childEnv, runCli } from "../support/child-processes.js";
 import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
 
@@ -45,6 +47,10 @@ async function publishEntry(name: string, version: string): Promise<any> {
   return response.json();
 }
 
+async function logSize(): Promise<number> {
+  return Number((await setup.db.database.knex("registry_log").count({ n: "*" }).first())!.n);
+}
+
 async function waitForCheckpointOf(did: string): Promise<void> {
   for (let attempt = 0; attempt < 200; attempt++) {
     if ((await fetch(`${setup.registry.url}/v1/entries/${encodeURIComponent(did)}/history`)).status === 200) return;
@@ -63,7 +69,7 @@ describe("registry verify", () => {
     expect(result.stdout).toMatch(
       /^verified did:reg:main:skill:verify-me@1\.0\.0\n {2}record {6}0 \(entry\.created\) in the checkpoint of size \d+ of registry\.test\/log\n/,
     );
-    expect(result.stdout).toContain("  served      every member resolve serves is its newest record's\n");
+    expect(result.stdout).toContain("  served      every member resolve serves is its newest record's, and its state the fold of them\n");
     expect(result.stderr).toBe("");
   });
 
@@ -123,6 +129,53 @@ describe("registry verify", () => {
     expect(result.code).toBe(6);
     expect(result.stderr).toMatch(/the checkpoint does not verify: the note is not signed by PeterNeumann/);
   });
+
+  it("proves the state lifecycle and moderation left, folded from the records by the rules, and prints them with --history", async () => {
+    const name = "did:reg:main:skill:acted-on";
+    await publishEntry("acted-on", "1.0.0");
+    await publishEntry("acted-on", "1.1.0");
+    const keys = await generateKeyPair();
+    const moderator = { keys, token: await setup.registry.accessToken(keys.did, ["registry.admin"]) };
+    await changeLifecycle(setup, `${name}@1.0.0`, "deprecate", { reason: "use 1.1", replacement: `${name}@1.1.0` });
+    await changeLifecycle(setup, `${name}@1.1.0`, "yank", { reason: "broken build" });
+    await changeLifecycle(setup, name, "archive", { reason: "moved" });
+    await moderate(setup, moderator, `${name}@1.0.0`, "quarantine", { policy: "malware", note: "reported" });
+    await checkpointReaches(setup.registry.url, await logSize());
+
+    const result = await cli(["verify", "--history", name, "--log-key", logKey]);
+    expect(result.code, result.stderr).toBe(0);
+    expect(result.stdout).toMatch(/^verified did:reg:main:skill:acted-on@1\.1\.0 \(yanked\)\n/);
+    const timeline = result.stdout
+      .split("\n")
+      .filter((line) => /^\d+\t/.test(line))
+      .map((line) => line.split("\t"));
+    expect(timeline.map(([, kind, , who, what]) => [kind, who, what])).toEqual([
+      ["entry.created", setup.publisher.did, "published 1.0.0"],
+      ["entry.created", setup.publisher.did, "published 1.1.0"],
+      ["entry.lifecycle", setup.publisher.did, `deprecate ${name}@1.0.0 for ${name}@1.1.0: use 1.1`],
+      ["entry.lifecycle", setup.publisher.did, `yank ${name}@1.1.0: broken build`],
+      ["entry.lifecycle", setup.publisher.did, `archive ${name}: moved`],
+      ["entry.moderation", keys.did, `quarantine ${name}@1.0.0: malware: reported`],
+    ]);
+    expect((await cli(["verify", `${name}@1.0.0`, "--log-key", logKey, "--moderator", keys.did])).code).toBe(0);
+
+    // A moderation signed by a key the caller does not take as a moderator's.
+    const stranger = (await generateKeyPair()).did;
+    const unpinned = await cli(["verify", `${name}@1.0.0`, "--log-key", logKey, "--moderator", stranger]);
+    expect(unpinned.code).toBe(6);
+    expect(unpinned.stderr).toMatch(
+      new RegExp(
+        `^registry: the history of ${name} does not verify: record \\d+ \\(entry\\.moderation\\): not-a-moderator: ${keys.did} is not a moderator\\n$`,
+      ),
+    );
+
+    // The yank lifted in the database, behind the log's back: served as active, which the log does not give.
+    await setup.db.database.knex("entries").where("entry_did", `${name}@1.1.0`).update({ yank: null });
+    await setup.db.database.knex.raw("select pg_notify('registry_entry_changes', ?)", [name]);
+    const tampered = await cli(["verify", `${name}@1.1.0`, "--log-key", logKey]);
+    expect(tampered.code, tampered.stdout).toBe(6);
+    expect(tampered.stderr).toBe(`registry: the registry serves status "active" but its log says "yanked"\n`);
+  }, 60_000);
 
   it("exits 3 for an entry the registry does not have", async () => {
     const result = await cli(["verify", "did:reg:main:skill:nobody@1.0.0", "--log-key", logKey]);

@@ -5,6 +5,7 @@ import { withClientOptions, type ClientOptions } from "../client-options.js";
 interface VerifyOptions extends ClientOptions {
   readonly logKey?: string;
   readonly history?: boolean;
+  readonly moderator?: readonly string[];
 }
 
 /** `registry verify <did>[@version]`: the entry the registry serves, proved from the transparency log. */
@@ -13,14 +14,19 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
     program
       .command("verify")
       .description(
-        "prove the entry the registry serves from the transparency log: every record of its name in the latest signed checkpoint, every signature in them, and every member served equal to its newest record's",
+        "prove the entry the registry serves from the transparency log: every record of its name in the latest signed checkpoint, every signature in them, every signer's authority and stated outcome by the rules, and every member served equal to its newest record's and to the rules' fold of them",
       )
       .argument("<did>", "did:reg:<network>:<type>:<name>[@<version>] (without @version, the latest)")
       .option(
         "--log-key <key>",
         "the log's verifier key to trust (default: REGISTRY_LOG_KEY, else the one the server publishes, which proves less)",
       )
-      .option("--history", "also print the records about the DID, one line each, as registry history does"),
+      .option("--history", "also print the records about the DID, one line each, as registry history does")
+      .option(
+        "--moderator <did>",
+        "accept moderation only when signed by this DID (repeatable; default: any signer the registry's signed log holds)",
+        (did: string, dids: string[] = []) => [...dids, did],
+      ),
   )
     .addHelpText("after", "\nExit code 6 when anything does not verify. docs/transparency.md says what is proved.")
     .action(async (did: string, options: VerifyOptions) => {
@@ -31,7 +37,7 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
       const { recordEntries } = await import("../../sdk/log-verifier.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
         const logKey = options.logKey ?? (context.env.REGISTRY_LOG_KEY || undefined);
-        const { served, history } = await provedServedEntry(client, did, logKey);
+        const { served, history } = await provedServedEntry(client, did, logKey, options.moderator);
         const versioned = served.entryDid;
         const newest = history.records
           .filter((record) => recordEntries(record.record).some((entry) => entry.entryDid === versioned))
@@ -66,7 +72,8 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
         else context.stdout`verified ${versioned}\n`;
         context.stdout`  record      ${record.index} (${record.kind}) in the checkpoint of size ${checkpoint.treeSize} of ${checkpoint.origin}\n`;
         context.stdout`  signatures  the checkpoint's, and every one in the ${history.records.length} records of its name\n`;
-        context.stdout`  served      every member resolve serves is its newest record's\n`;
+        context.stdout`  rules       every record's signer had the authority, and states the outcome, the rules give\n`;
+        context.stdout`  served      every member resolve serves is its newest record's, and its state the fold of them\n`;
         if (options.history === true) context.stdout(historyLines(timeline));
       });
     });
