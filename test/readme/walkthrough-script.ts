@@ -49,7 +49,8 @@ export async function copyWorkingTree(repository: string, target: string): Promi
     cwd: repository,
     encoding: "utf8",
   });
-  const tracked = [...new Set(listed.split("\0").filter(Boolean))];
+  // A node_modules that is a symlink (a worktree sharing another's) is listed, and linked below instead.
+  const tracked = [...new Set(listed.split("\0").filter((path) => path !== "" && path !== "node_modules"))];
   const copied: string[] = [];
   for (const path of tracked) {
     if (!existsSync(join(repository, path))) continue;
