@@ -5,6 +5,7 @@ import { createRegistryClient } from "../sdk/node.js";
 import type { RegistryClient } from "../sdk/registry-client.js";
 import { registryUrl, type CliContext } from "./cli-context.js";
 import type { ClientOptions } from "./client-options.js";
+import { entryMarks, markLine } from "./entry-marks.js";
 import { CliFailure, EXIT, exitCodeOf } from "./exit-codes.js";
 import { terminal, terminalText } from "./terminal-text.js";
 
@@ -111,7 +112,7 @@ export function versionJson(version: EntryVersion): JsonObject {
   return toJson(EntryVersionSchema, version) as JsonObject;
 }
 
-/** An entry for people: the fields that matter, one per line. */
+/** An entry for people: the fields that matter, one per line, then each mark with its reason. */
 export function describeEntry(entry: Entry): string {
   const fields = entryJson(entry);
   const lines = [
@@ -122,7 +123,7 @@ export function describeEntry(entry: Entry): string {
   ];
   if (fields.description) lines.push(terminal`  description ${fields.description}`);
   if (Array.isArray(fields.tags) && fields.tags.length > 0) lines.push(`  tags        ${fields.tags.map(terminalText).join(", ")}`);
-  if (fields.revocationReason) lines.push(terminal`  revoked     ${fields.revokedAt}: ${fields.revocationReason}`);
+  lines.push(...entryMarks(fields).map(markLine));
   return `${lines.join("\n")}\n`;
 }
 
