@@ -5,6 +5,7 @@ import { ConfigError } from "../config.js";
 import { DatabaseInUseError } from "../storage/database.js";
 import type { CliContext } from "./cli-context.js";
 import { registerDiscoverCommand } from "./commands/discover.js";
+import { registerEntryActionCommands } from "./commands/entry-actions.js";
 import { registerHistoryCommand } from "./commands/history.js";
 import { registerIssuerKeyCommand } from "./commands/issuer-key.js";
 import { registerKeyCommand } from "./commands/key.js";
@@ -65,6 +66,7 @@ function createProgram(context: CliContext): Command {
   registerMirrorCommand(program, context);
   registerVersionsCommand(program, context);
   registerRevokeCommand(program, context);
+  registerEntryActionCommands(program, context);
   registerDiscoverCommand(program, context);
   registerQueryCommand(program, context);
   registerWaitCommand(program, context);

@@ -132,6 +132,28 @@ describe("an entry whose description and data carry terminal controls", { timeou
     expect(timeline.map((line) => line.split("\t").length)).toEqual([5, 5]);
     expect(timeline[1]!.split("\t")[4]).toBe(`revoked ${did.split("@")[1]}: ${VISIBLE_TEXT}`);
   });
+
+  it("a hostile deprecation reason shows escaped in resolve's lines and its notices on stderr, and exactly in --json", async () => {
+    // A revoked version may still be deprecated (docs/lifecycle.md).
+    const deprecated = await cli(["deprecate", did, "--reason", HOSTILE_TEXT, "--json"]);
+    expect(deprecated.code, deprecated.stderr).toBe(0);
+    expect(JSON.parse(deprecated.stdout).entries).toMatchObject([
+      { entryDid: did, status: "revoked", deprecation: { reason: HOSTILE_TEXT } },
+    ]);
+
+    const resolved = await cli(["resolve", did]);
+    expect(resolved.code, resolved.stderr).toBe(0);
+    const lines = linesOf(resolved.stdout);
+    expect(lines.filter((line) => line.startsWith("  publisher"))).toEqual([`  publisher   ${publisherDid}`]);
+    expect(lines.slice(-2).map((line) => line.replace(/^( {2}\w+ +)\S+: /, "$1"))).toEqual([
+      `  deprecated  ${VISIBLE_TEXT}`,
+      `  revoked     ${VISIBLE_TEXT}`,
+    ]);
+    expect(linesOf(resolved.stderr)).toEqual([
+      `registry: ${did} is deprecated: ${VISIBLE_TEXT}`,
+      `registry: ${did} is revoked: ${VISIBLE_TEXT}`,
+    ]);
+  });
 });
 
 it(

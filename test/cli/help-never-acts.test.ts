@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { ENTRY_ACTION_COMMANDS, type EntryActionCommand } from "../../src/cli/commands/entry-action-table.js";
 import { childEnv, runCli, temporaryDirectory } from "../support/child-processes.js";
 import { seededDataDirectory } from "../support/test-database.js";
 
@@ -16,7 +17,7 @@ afterAll(() => dataDir.remove());
 
 const env = () => childEnv({ DATABASE_URL: "", REGISTRY_DATA_DIR: `${dataDir.path}/data` });
 
-it.each([
+it.each<[string[], string]>([
   [["issuer-key", "rotate", "--help"], "issuer-key rotate"],
   [["migrate", "--help"], "migrate"],
   [
@@ -38,6 +39,7 @@ it.each([
   [["login", "--root-token", "rt_x", "--help"], "login"],
   [["wait", "--help"], "wait"],
   [["mirror", "--from", "http://127.0.0.1:9", "--help"], "mirror"],
+  ...ENTRY_ACTION_COMMANDS.map((command): [string[], string] => [actionArgs(command), command.name]),
   [["help"], ""],
   [["--help"], ""],
   [["-h"], ""],
@@ -51,9 +53,17 @@ it.each([
   expect(await readdir(dataDir.path)).toEqual([]);
 });
 
+/** A whole command line of a lifecycle or moderation command, every mandatory option given, then -h. */
+function actionArgs(command: EntryActionCommand): string[] {
+  const target = command.nameOnly ? "did:reg:main:skill:x" : "did:reg:main:skill:x@1.0.0";
+  const options = command.options.filter((option) => option.mandatory).flatMap((option) => [option.long!, option.argChoices?.[0] ?? "r"]);
+  return [command.name, target, ...options, "-h"];
+}
+
 it("lists the commands and the exit codes in the top-level help", async () => {
   const result = await runCli(["--help"], env());
-  for (const command of ["serve", "login", "publish", "resolve", "versions", "revoke", "discover", "query", "wait"]) {
+  const actions = ENTRY_ACTION_COMMANDS.map((command) => command.name);
+  for (const command of ["serve", "login", "publish", "resolve", "versions", "revoke", ...actions, "discover", "query", "wait"]) {
     expect(result.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
   }
   expect(result.stdout).toContain("Exit codes:");
