@@ -88,8 +88,19 @@ it.skipIf(skipped)(
     expect(transcript).toContain(`  content     ${contentHash}\n  description Searches the web\n  tags        search, web\n`);
     expect(transcript).toMatch(/^1\.2\.0\tactive\t\S+Z$/m);
 
-    expect(transcript).toContain(`revoked ${ENTRY}@1.2.0\n${ENTRY}@1.2.0  revoked\n`);
+    // Deprecated and yanked: resolve shows both marks, and says them on stderr (which a paste's
+    // transcript interleaves with stdout, so each is looked for on its own).
+    expect(transcript).toContain(`deprecated ${ENTRY}@1.2.0\nyanked ${ENTRY}@1.2.0\n`);
+    expect(transcript).toContain(`${ENTRY}@1.2.0  yanked\n  publisher   ${did}\n`);
+    expect(transcript.match(/^ {2}deprecated {2}\S+Z: 1\.2\.1 ranks better$/gm)).toHaveLength(2);
+    expect(transcript).toMatch(/^ {2}yanked {6}\S+Z: breaks on empty queries$/m);
+    expect(transcript).toContain(`registry: ${ENTRY}@1.2.0 is yanked: breaks on empty queries\n`);
+    expect(transcript).toContain(`unyanked ${ENTRY}@1.2.0 (status deprecated)\n`);
+
+    expect(transcript).toContain(`\nrevoked ${ENTRY}@1.2.0\n`);
+    expect(transcript).toContain(`${ENTRY}@1.2.0  revoked\n  publisher   ${did}\n`);
     expect(transcript).toMatch(/^ {2}revoked {5}\S+Z: superseded by 1\.2\.1$/m);
+    expect(transcript).toContain(`registry: ${ENTRY}@1.2.0 is revoked: superseded by 1.2.1\n`);
 
     // discover --tag search finds no entry (its one match is revoked) and says why on stderr;
     // --include-revoked shows it; the query naming status finds it too.
@@ -142,6 +153,9 @@ it.skipIf(skipped)(
     expect(transcript).toContain(`logged in to http://127.0.0.1:${PORT} as ${firstDid}`);
     expect(transcript).toContain(`registry: already_exists: ${ENTRY}@1.2.0 was already published`);
     expect(transcript).toContain(`${ENTRY}@1.2.0  revoked\n  publisher   ${firstDid}\n`);
+    // A revoked version may still be deprecated and yanked; its status stays revoked.
+    expect(transcript).toContain(`yanked ${ENTRY}@1.2.0 (status revoked)\n`);
+    expect(transcript).toContain(`unyanked ${ENTRY}@1.2.0 (status revoked)\n`);
     expect(transcript).toMatch(/^1\.3\.0\trevoked\t\S+Z\n1\.2\.0\trevoked\t\S+Z$/m);
 
     const [created, latest] = jsonLines(transcript);
