@@ -4,6 +4,11 @@ import * as ed from "@noble/ed25519";
 import { describe, expect, it } from "vitest";
 import { runKeyCommand, type KeyCommandIo } from "../../src/cli/key-commands.js";
 import { createSignatureVerifier, formatSignature, parseSignature } from "../../src/domain/ed25519-signature.js";
+import type { EntryRepository } from "../../src/entries/entry-repository.js";
+import { createEntryActionService } from "../../src/entries/entry-action-service.js";
+import { InvalidArgumentError, NotFoundError } from "../../src/errors.js";
+import { verifyRecordSignatures, type LogRecord } from "../../src/sdk/log-verifier.js";
+import { verifyEd25519 } from "../../src/sdk/signing.js";
 import {
   decodePrivateKey,
   decodeSignature,
@@ -13,8 +18,12 @@ import {
   encodeSignature,
   entrySigningPayload,
   keyPairFromSeed,
+  lifecycleSigningPayload,
+  moderationSigningPayload,
   revocationSigningPayload,
   signEntry,
+  signLifecycle,
+  signModeration,
   signRevocation,
   verifyEntrySignature,
   verifyRevocationSignature,
@@ -26,6 +35,10 @@ import {
   ENTRY_SIGNATURE,
   ENTRY_V2,
   ENTRY_V2_SIGNATURE,
+  LIFECYCLE,
+  LIFECYCLE_SIGNATURE,
+  MODERATION,
+  MODERATION_SIGNATURE,
   PUBLIC_KEY_HEX,
   SEED_BASE64URL,
   SEED_HEX,
@@ -66,6 +79,13 @@ const REVOKE_ALL_REASON = "withdrawn: licence problem";
 const REVOKE_ALL_PAYLOAD =
   '{"entryDid":"did:reg:main:skill:pdf-summarizer","payloadType":"registry.revoke.v1","reason":"withdrawn: licence problem"}';
 const REVOKE_ALL_SIGNATURE = "ed25519:j9AFuZoVh9mlPSBn_uN3yoE6DFRgnJoVcsFq_8aNa9pBvicQxiKKKKPKeMn_GA5z5rQlgq5VEl0bbVFw78SpDw";
+
+const LIFECYCLE_PAYLOAD =
+  '{"action":"deprecate","by":"did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw","issuedAt":"2026-11-22T09:15:00.000Z","payloadType":"registry.lifecycle.v1","reason":"wrong page count on scanned PDFs: use 1.2.1","replacement":"did:reg:main:skill:pdf-summarizer@1.2.1","subject":"did:reg:main:skill:pdf-summarizer@1.2.0"}';
+const LIFECYCLE_PAYLOAD_SHA256 = "9a6550eb1c1e13a934f477666630583b995ecbc01e05da71504ee9ccb993cd4d";
+const MODERATION_PAYLOAD =
+  '{"action":"remove","by":"did:key:z6MktwupdmLXVVqTzCw4i46r4uGyosGXRnR3XjN4Zq7oMMsw","issuedAt":"2026-11-23T14:30:00.000Z","note":"sends the PDFs it reads to a third-party host","payloadType":"registry.moderation.v1","policy":"malware","subject":"did:reg:main:skill:pdf-summarizer@1.2.0"}';
+const MODERATION_PAYLOAD_SHA256 = "8d50cfef784748e38bd37aa979bdeb08505f630d85bb128c510b030ca529d636";
 
 // RFC 8032 section 7.1, TEST 1: the key above signing the empty message.
 const RFC8032_TEST1_SIGNATURE_HEX =
@@ -289,6 +309,146 @@ describe("published revocation vectors", () => {
   });
 });
 
+describe("published lifecycle and moderation vectors", () => {
+  /** node:crypto over the payload, with the key of `by`: the check the server makes. */
+  async function nodeAccepts(payload: Uint8Array, signature: string, signer: string): Promise<boolean> {
+    const bytes = parseSignature(signature);
+    const key = ed25519KeyFromDid(signer);
+    if ("error" in bytes || "error" in key) return false;
+    return nodeVerifier.verify(key, payload, bytes);
+  }
+
+  /** The SDK's check on raw bytes: the strict verifier of src/sdk/signing.ts. */
+  async function sdkAccepts(payload: Uint8Array, signature: string, signer: string): Promise<boolean> {
+    const bytes = decodeSignature(signature);
+    const key = ed25519KeyFromDid(signer);
+    if ("error" in bytes || "error" in key) return false;
+    return verifyEd25519(bytes, payload, key);
+  }
+
+  /** A log record of the request, as docs/feed.md shapes it: the payload's members and `signature`. */
+  function recordOf(kind: LogRecord["kind"], payload: string, signature: string): LogRecord {
+    return {
+      index: "7",
+      kind,
+      entries: [],
+      request: { ...(JSON.parse(payload) as Record<string, string>), signature },
+      latestVersion: "1.2.1",
+      loggedAt: "2026-11-23T14:30:00.120Z",
+    };
+  }
+
+  it("builds the documented lifecycle payload byte for byte", () => {
+    const payload = lifecycleSigningPayload(LIFECYCLE);
+    expect(new TextDecoder().decode(payload)).toBe(LIFECYCLE_PAYLOAD);
+    expect(payload.length).toBe(325);
+    expect(sha256Hex(payload)).toBe(LIFECYCLE_PAYLOAD_SHA256);
+  });
+
+  it("builds the documented moderation payload byte for byte", () => {
+    const payload = moderationSigningPayload(MODERATION);
+    expect(new TextDecoder().decode(payload)).toBe(MODERATION_PAYLOAD);
+    expect(payload.length).toBe(286);
+    expect(sha256Hex(payload)).toBe(MODERATION_PAYLOAD_SHA256);
+  });
+
+  it("signs to the documented signatures with the SDK, which node:crypto and the SDK verifier accept", async () => {
+    expect(await signLifecycle(LIFECYCLE, seed)).toBe(LIFECYCLE_SIGNATURE);
+    expect(await signModeration(MODERATION, seed)).toBe(MODERATION_SIGNATURE);
+    for (const [payload, signature] of [
+      [lifecycleSigningPayload(LIFECYCLE), LIFECYCLE_SIGNATURE],
+      [moderationSigningPayload(MODERATION), MODERATION_SIGNATURE],
+    ] as const) {
+      expect(await nodeAccepts(payload, signature, DID)).toBe(true);
+      expect(await sdkAccepts(payload, signature, DID)).toBe(true);
+    }
+  });
+
+  it("is rebuilt from a log record's request by the SDK's record check", async () => {
+    await expect(verifyRecordSignatures(recordOf("entry.lifecycle", LIFECYCLE_PAYLOAD, LIFECYCLE_SIGNATURE))).resolves.toBeUndefined();
+    await expect(verifyRecordSignatures(recordOf("entry.moderation", MODERATION_PAYLOAD, MODERATION_SIGNATURE))).resolves.toBeUndefined();
+    // A request under the other kind, or with one member changed, does not pass.
+    await expect(verifyRecordSignatures(recordOf("entry.moderation", LIFECYCLE_PAYLOAD, LIFECYCLE_SIGNATURE))).rejects.toThrow(/of type/);
+    const changed = LIFECYCLE_PAYLOAD.replace('"reason":"wrong', '"reason":"Wrong');
+    await expect(verifyRecordSignatures(recordOf("entry.lifecycle", changed, LIFECYCLE_SIGNATURE))).rejects.toThrow(/does not verify/);
+  });
+
+  it("binds every member: subject as addressed, action, text, replacement, by and issuedAt", async () => {
+    const otherDid = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK";
+    const lifecycleChanges = [
+      { subject: "did:reg:main:skill:pdf-summarizer" },
+      { action: "yank" },
+      { reason: "wrong page count on scanned PDFs" },
+      { replacement: "" },
+      { by: otherDid },
+      { issuedAt: "2026-11-22T09:15:00.001Z" },
+    ] as const;
+    for (const change of lifecycleChanges) {
+      const fields = { ...LIFECYCLE, ...change };
+      const payload = lifecycleSigningPayload(fields);
+      expect(await nodeAccepts(payload, LIFECYCLE_SIGNATURE, DID), JSON.stringify(change)).toBe(false);
+      expect(await sdkAccepts(payload, LIFECYCLE_SIGNATURE, fields.by), JSON.stringify(change)).toBe(false);
+    }
+    const moderationChanges = [
+      { subject: "did:reg:main:skill:pdf-summarizer" },
+      { action: "quarantine" },
+      { policy: "other" },
+      { note: "" },
+    ] as const;
+    for (const change of moderationChanges) {
+      const payload = moderationSigningPayload({ ...MODERATION, ...change });
+      expect(await nodeAccepts(payload, MODERATION_SIGNATURE, DID), JSON.stringify(change)).toBe(false);
+    }
+    // The same members under the other payload type sign other bytes.
+    expect(
+      await nodeAccepts(new TextEncoder().encode(LIFECYCLE_PAYLOAD.replace("lifecycle.v1", "moderation.v1")), LIFECYCLE_SIGNATURE, DID),
+    ).toBe(false);
+  });
+
+  describe("the registry's action service, on the documented request bodies", () => {
+    // The signature is checked before anything is read: an empty registry answers not_found for a
+    // request whose signature verified, and invalid_argument naming signature for one that did not.
+    const repository = { applyAction: async () => undefined } as unknown as EntryRepository;
+    const serviceAt = (issuedAt: string) => createEntryActionService({ repository, clock: () => new Date(issuedAt) });
+    const lifecycleBody = {
+      did: LIFECYCLE.subject,
+      action: LIFECYCLE.action,
+      reason: LIFECYCLE.reason,
+      replacement: LIFECYCLE.replacement,
+      issuedAt: LIFECYCLE.issuedAt,
+      signature: LIFECYCLE_SIGNATURE,
+    };
+    const moderationBody = {
+      did: MODERATION.subject,
+      action: MODERATION.action,
+      policy: MODERATION.policy,
+      note: MODERATION.note,
+      issuedAt: MODERATION.issuedAt,
+      signature: MODERATION_SIGNATURE,
+    };
+    const controller = { subject: DID, scopes: ["registry.publish.skill"] };
+    const moderator = { subject: DID, scopes: ["registry.admin"] };
+    const withReplacementFound = {
+      applyAction: async () => undefined,
+      findVersion: async () => ({}),
+      findOwner: async () => ({}),
+    } as unknown as EntryRepository;
+
+    it("accepts both signatures, taking by from the token's subject", async () => {
+      const lifecycle = createEntryActionService({ repository: withReplacementFound, clock: () => new Date(LIFECYCLE.issuedAt) });
+      await expect(lifecycle.changeLifecycle(controller, lifecycleBody)).rejects.toBeInstanceOf(NotFoundError);
+      await expect(serviceAt(MODERATION.issuedAt).moderate(moderator, moderationBody)).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    it("refuses them when the token's subject is another key", async () => {
+      const other = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK";
+      const refused = serviceAt(MODERATION.issuedAt).moderate({ ...moderator, subject: other }, moderationBody);
+      await expect(refused).rejects.toBeInstanceOf(InvalidArgumentError);
+      await expect(refused).rejects.toThrow(/signature/);
+    });
+  });
+});
+
 describe("the docs publish the same vector", () => {
   const docs = readFileSync(new URL("../../docs/signatures.md", import.meta.url), "utf8");
 
@@ -312,6 +472,12 @@ describe("the docs publish the same vector", () => {
     ENTRY_V2_SIGNATURE,
     MINIMAL_V2_PAYLOAD,
     MINIMAL_V2_SIGNATURE,
+    LIFECYCLE_PAYLOAD,
+    LIFECYCLE_PAYLOAD_SHA256,
+    LIFECYCLE_SIGNATURE,
+    MODERATION_PAYLOAD,
+    MODERATION_PAYLOAD_SHA256,
+    MODERATION_SIGNATURE,
   ])("docs/signatures.md contains %s", (value) => {
     expect(docs).toContain(value);
   });
@@ -321,6 +487,17 @@ describe("the docs publish the same vector", () => {
     expect(JSON.parse(documented ?? "null")).toEqual(ENTRY);
     const documentedV2 = /### Entry, v2\n[\s\S]*?```json\n([\s\S]*?)```/.exec(docs)?.[1];
     expect(JSON.parse(documentedV2 ?? "null")).toEqual(ENTRY_V2);
+  });
+
+  it("documents the lifecycle and moderation bodies exactly as the test signs them, without by", () => {
+    const body = (heading: string) =>
+      JSON.parse(new RegExp(`### ${heading}\\n[\\s\\S]*?\`\`\`json\\n([\\s\\S]*?)\`\`\``).exec(docs)?.[1] ?? "null");
+    const { subject: _l, by: _lb, ...lifecycle } = LIFECYCLE;
+    expect(body("Deprecation with a replacement")).toEqual({ ...lifecycle, signature: LIFECYCLE_SIGNATURE });
+    const { subject: _m, by: _mb, ...moderation } = MODERATION;
+    expect(body("Moderation: removal")).toEqual({ ...moderation, signature: MODERATION_SIGNATURE });
+    expect(docs).toContain(`/v1/entries/${LIFECYCLE.subject.replace("@", "%40")}/lifecycle`);
+    expect(docs).toContain(`/v1/entries/${MODERATION.subject.replace("@", "%40")}/moderation`);
   });
 });
 

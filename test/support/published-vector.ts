@@ -1,4 +1,4 @@
-import type { EntrySigningFields } from "../../src/sdk/index.js";
+import type { EntrySigningFields, LifecyclePayloadFields, ModerationPayloadFields } from "../../src/sdk/index.js";
 
 /**
  * The published test vector of docs/signatures.md ("Test vector"), written out here so that a
@@ -44,3 +44,25 @@ export const ENTRY_V2 = {
   license: "Apache-2.0 OR MIT",
 } as const satisfies EntrySigningFields;
 export const ENTRY_V2_SIGNATURE = "ed25519:R8JGPgtPjczlJw-XFTLplqFbqxQUYSrrbr3iOIKwB-kaU-5CFXqwGTXjBi_jQ94Wz1WreEqu51KU586kkguSDg";
+
+/** docs/signatures.md, "Deprecation with a replacement": a lifecycle request by the key above. */
+export const LIFECYCLE = {
+  subject: "did:reg:main:skill:pdf-summarizer@1.2.0",
+  action: "deprecate",
+  reason: "wrong page count on scanned PDFs: use 1.2.1",
+  replacement: "did:reg:main:skill:pdf-summarizer@1.2.1",
+  by: DID,
+  issuedAt: "2026-11-22T09:15:00.000Z",
+} as const satisfies LifecyclePayloadFields;
+export const LIFECYCLE_SIGNATURE = "ed25519:v6yDYQH6HOToi4wZBiDu8W3nPiOe0YxV7wqjx3wQRAVUH2wzUmfjq_P7ZHh2IkHThlDItSdSVxvZHZh_U5y8BQ";
+
+/** docs/signatures.md, "Moderation: removal": the same key as a moderator's. */
+export const MODERATION = {
+  subject: "did:reg:main:skill:pdf-summarizer@1.2.0",
+  action: "remove",
+  policy: "malware",
+  note: "sends the PDFs it reads to a third-party host",
+  by: DID,
+  issuedAt: "2026-11-23T14:30:00.000Z",
+} as const satisfies ModerationPayloadFields;
+export const MODERATION_SIGNATURE = "ed25519:icQTMq8BChaSpXiNj8XsQFfcVMnnyfGr4r06PhAikjXimF58305zKRTCIpDHw5GbcKFL6-V45nnljok1RhpnAg";
