@@ -17,6 +17,7 @@ import { planRequest } from "../src/discovery/discovery-service.js";
 import type { StructuredCondition } from "../src/discovery/structured-conditions.js";
 import { migrateToLatest, openDatabase } from "../src/storage/database.js";
 import { buildCountQuery, buildPageQuery } from "../src/storage/knex-discovery-repository.js";
+import { DEFAULT_DISCOVERY_STATUSES } from "../src/domain/version-state.js";
 import { createBenchDatabase, type BenchDatabase } from "./bench-database.js";
 import { freePort, startChild, waitForHttp, type Child } from "./child-processes.js";
 import { loadEntries, measureLatency, type LoadReport } from "./synthetic-entries.js";
@@ -104,7 +105,9 @@ const WALK_PAGE = 100;
 export async function runDiscoveryBench(options: DiscoveryBenchOptions): Promise<DiscoveryFigures> {
   const database = await createBenchDatabase(options.adminUrl);
   let server: Child | undefined;
-  const db = await openDatabase({ databaseUrl: database.url, dataDir: "", statementTimeoutMs: 600_000 });
+  // Loading a million rows takes minutes: both the statement timeout and the client's query
+  // timeout (6 s by default, meant for the server's calls) must outlast it.
+  const db = await openDatabase({ databaseUrl: database.url, dataDir: "", statementTimeoutMs: 600_000, databaseQueryTimeoutMs: 660_000 });
   try {
     await migrateToLatest(db);
     options.say(`discovery: loading ${options.entries.toLocaleString("en")} entries into ${database.name}`);
@@ -146,11 +149,12 @@ interface ShapeContext extends DiscoveryBenchOptions {
 async function measureShape(shape: QueryShape, context: ShapeContext): Promise<QueryFigures> {
   const firstBody = { ...shape.body, limit: PAGE_SIZE };
   const firstPage = await context.post(shape.endpoint, firstBody);
+  const plan = planOf(shape);
+  assertDefaultStatuses(shape, buildPageQuery(context.knex, plan, { size: PAGE_SIZE + 1 }).toSQL(), firstPage);
   const first = await measureLatency(() => context.post(shape.endpoint, firstBody), context);
   const cursor = await walkTo(shape, context);
   const deepBody = { ...shape.body, limit: PAGE_SIZE, cursor };
   const deep = await measureLatency(() => context.post(shape.endpoint, deepBody), context);
-  const plan = planOf(shape);
   const position = context.cursors.decode(cursor, plan.binding).position as string[];
   const plans = {
     first: await explain(context.knex, buildPageQuery(context.knex, plan, { size: PAGE_SIZE + 1 })),
@@ -172,6 +176,22 @@ async function measureShape(shape: QueryShape, context: ShapeContext): Promise<Q
       /Seq Scan/.test(plans.deep) ||
       (plans.count !== undefined && /Seq Scan/.test(plans.count) && !/Limit/.test(plans.count)),
   };
+}
+
+/**
+ * The shapes name no status, so the server must add its default filter, `status IN ('active',
+ * 'deprecated')`: a figure measured without it would not be the one users get.
+ */
+function assertDefaultStatuses(shape: QueryShape, sql: Knex.Sql, firstPage: { entries?: { status?: string }[] }): void {
+  const expected = DEFAULT_DISCOVERY_STATUSES.join(", ");
+  const bindings = sql.bindings.map(String);
+  if (!/\bstatus\b/.test(sql.sql) || !DEFAULT_DISCOVERY_STATUSES.every((status) => bindings.includes(status))) {
+    throw new Error(`${shape.name}: the server's SQL lacks the default status filter (${expected}): ${sql.sql}`);
+  }
+  const other = (firstPage.entries ?? []).find(
+    (entry) => entry.status !== undefined && !(DEFAULT_DISCOVERY_STATUSES as readonly string[]).includes(entry.status),
+  );
+  if (other !== undefined) throw new Error(`${shape.name}: a first page holds a ${other.status} entry; the default is ${expected}`);
 }
 
 /** The cursor after `depth` rows, reached the way a client would: page after page. */

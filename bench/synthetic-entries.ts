@@ -137,7 +137,7 @@ const insertEntriesSql = (seed: number) => `
   insert into entries (
     sequence, base_did, entry_did, entry_type, name, version, version_key, is_prerelease, publisher_did,
     published_at, description, tags, data, content_hash, bond_amount, bond_value, bond_unit, signature,
-    status, revoked_at, revocation_reason, is_latest
+    status, revoked_at, revocation_reason, deprecation, yank, is_latest
   )
   select
     row_number() over (order by published_at, i),
@@ -146,8 +146,15 @@ const insertEntriesSql = (seed: number) => `
     signature, status,
     case when status = 'revoked' then published_at + interval '7 days' end,
     case when status = 'revoked' then 'superseded' end,
+    case when status = 'deprecated' then jsonb_build_object('reason', 'unmaintained', 'replacement', '',
+      'at', to_char((published_at + interval '30 days') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'by', publisher_did) end,
+    case when status = 'yanked' then jsonb_build_object('reason', 'broken build',
+      'at', to_char((published_at + interval '1 day') at time zone 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'), 'by', publisher_did) end,
+    -- The registry's latest rule (migration 0018): active or deprecated, then yanked, then revoked.
     row_number() over (
-      partition by base_did order by (status = 'active') desc, pre_kind is null desc, version_key collate "C" desc
+      partition by base_did
+      order by case status when 'active' then 0 when 'deprecated' then 0 when 'yanked' then 1 else 3 end,
+        pre_kind is null desc, version_key collate "C" desc
     ) = 1
   from (
     select v.*,
@@ -178,7 +185,9 @@ const insertEntriesSql = (seed: number) => `
       case when bond.amount = '' then null else split_part(bond.amount, ' ', 1)::numeric end as bond_value,
       nullif(split_part(bond.amount, ' ', 2), '') as bond_unit,
       'ed25519:' || substr(md5('s' || i) || md5('t' || i) || md5('u' || i), 1, 86) as signature,
-      case when pg_temp.u(i, ${seed} + 50) < 0.02 then 'revoked' else 'active' end as status
+      -- 2% revoked, 3% deprecated, 1% yanked: discovery's default (active and deprecated) skips some.
+      case when pg_temp.u(i, ${seed} + 50) < 0.02 then 'revoked' when pg_temp.u(i, ${seed} + 50) < 0.05 then 'deprecated'
+        when pg_temp.u(i, ${seed} + 50) < 0.06 then 'yanked' else 'active' end as status
     from gen_versions v,
       lateral (select case
         when pg_temp.u(v.i, ${seed} + 43) < 0.6 then ''

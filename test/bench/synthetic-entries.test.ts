@@ -20,6 +20,9 @@ afterAll(async () => {
   await db?.drop();
 });
 
+/** The latest rule's groups (docs/lifecycle.md): active or deprecated, then yanked, then revoked. */
+const rank = (status: string) => ({ active: 0, deprecated: 0, yanked: 1 })[status] ?? 3;
+
 const query = async <T>(sql: string): Promise<T[]> => (await db.database.knex.raw(sql)).rows as T[];
 
 describe("the synthetic registry", () => {
@@ -57,7 +60,7 @@ describe("the synthetic registry", () => {
     for (const versions of byName.values()) {
       const best = [...versions].sort(
         (a, b) =>
-          Number(b.status === "active") - Number(a.status === "active") ||
+          rank(a.status) - rank(b.status) ||
           Number(a.is_prerelease) - Number(b.is_prerelease) ||
           (a.version_key < b.version_key ? 1 : a.version_key > b.version_key ? -1 : 0),
       )[0]!;
@@ -82,6 +85,8 @@ describe("the synthetic registry", () => {
       select
         avg((tags @> array['search'])::int)::float8 as search,
         avg((status = 'revoked')::int)::float8 as revoked,
+        avg((status = 'deprecated' and deprecation is not null and deprecated)::int)::float8 as deprecated,
+        avg((status = 'yanked' and yank is not null)::int)::float8 as yanked,
         avg((entry_type = 'skill')::int)::float8 as skills,
         avg((description ilike '%weather%')::int)::float8 as weather
       from entries`);
@@ -89,6 +94,10 @@ describe("the synthetic registry", () => {
     expect(shares!.search).toBeLessThan(0.12);
     expect(shares!.revoked).toBeGreaterThan(0.01);
     expect(shares!.revoked).toBeLessThan(0.04);
+    expect(shares!.deprecated).toBeGreaterThan(0.02);
+    expect(shares!.deprecated).toBeLessThan(0.04);
+    expect(shares!.yanked).toBeGreaterThan(0.005);
+    expect(shares!.yanked).toBeLessThan(0.02);
     expect(shares!.skills).toBeGreaterThan(0.6);
     expect(shares!.weather).toBeGreaterThan(0.01);
   });
