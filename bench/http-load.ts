@@ -55,7 +55,7 @@ export interface CreateLoadResult extends HttpLoadResult {
   readonly signedDuringRun: number;
   /** The first few non-201 answers, for the report. */
   readonly failureSamples: readonly string[];
-  /** Answers other than created (REST: 201; gRPC: grpc-status 0), warmup included. */
+  /** Answers other than created (REST: 201; gRPC: grpc-status 0; lifecycle: 200), warmup included. */
   readonly notCreatedTotal: number;
 }
 
@@ -69,29 +69,52 @@ export async function createLoad(
   pool: readonly string[],
   more: () => string,
 ): Promise<CreateLoadResult> {
+  const asRequest = (body: string): SignedRequest => ({ path: "/v1/entries", body });
+  return signedWriteLoad(options, token, 201, pool.map(asRequest), () => asRequest(more()));
+}
+
+/** One pre-signed write: where it goes and its JSON body. */
+export interface SignedRequest {
+  readonly path: string;
+  readonly body: string;
+}
+
+/**
+ * POSTs each pre-signed request of the pool once, in pool order, and counts an answer other than
+ * `expectedStatus` as a failure. Requests are set up one after another, so with fewer in flight
+ * than the distance between two requests on one name, each is answered before the next is sent.
+ */
+export async function signedWriteLoad(
+  options: HttpLoadOptions,
+  token: string,
+  expectedStatus: number,
+  pool: readonly SignedRequest[],
+  more: () => SignedRequest,
+): Promise<CreateLoadResult> {
   let next = 0;
   let signedDuringRun = 0;
-  let non201 = 0;
+  let failed = 0;
   const failureSamples: string[] = [];
   const result = await autocannon({
     ...runShape(options),
     requests: [
       {
         method: "POST",
-        path: "/v1/entries",
+        path: pool[0]?.path ?? "/",
         headers: { "content-type": "application/json", authorization: `Bearer ${token}` },
         setupRequest: (request) => {
-          let body = pool[next++];
-          if (body === undefined) {
-            body = more();
+          let signed = pool[next++];
+          if (signed === undefined) {
+            signed = more();
             signedDuringRun++;
           }
-          request.body = body;
+          request.path = signed.path;
+          request.body = signed.body;
           return request;
         },
         onResponse: (status, body) => {
-          if (status === 201) return;
-          non201++;
+          if (status === expectedStatus) return;
+          failed++;
           if (failureSamples.length < 5) failureSamples.push(`${status} ${body.slice(0, 300)}`);
         },
       },
@@ -102,6 +125,6 @@ export async function createLoad(
     bodiesUsed: Math.min(next, pool.length),
     signedDuringRun,
     failureSamples,
-    notCreatedTotal: non201,
+    notCreatedTotal: failed,
   };
 }

@@ -1,5 +1,6 @@
 /** The benchmark's figures, its targets, and their rendering as a console table and as Markdown. */
 import type { FeedFigures, ReplayFigures } from "./feed-bench.js";
+import type { HistoryRun } from "./lifecycle-bench.js";
 import type { StreamFigures } from "./stream-bench.js";
 import type { CreateLoadResult } from "./http-load.js";
 import type { H2loadResult } from "./h2load.js";
@@ -28,6 +29,12 @@ export interface CreateFigures {
   readonly runs: readonly Run<CreateLoadResult & { readonly signPerSecond: number }>[];
 }
 
+/** docs/lifecycle.md's rows (bench/lifecycle-bench.ts): signed actions per second, and a long history read. */
+export interface LifecycleFigures {
+  readonly actions?: Omit<CreateFigures, "key">;
+  readonly history?: { readonly label: string; readonly records: number; readonly runs: readonly HistoryRun[] };
+}
+
 export interface Figures {
   readonly resolves: readonly ResolveRowFigures[];
   readonly creates: readonly CreateFigures[];
@@ -36,6 +43,8 @@ export interface Figures {
   readonly feed?: FeedFigures;
   /** Many streams at once (bench/stream-bench.ts), with the feed part. */
   readonly streams?: StreamFigures;
+  /** Lifecycle actions and a name's history, when they ran. */
+  readonly lifecycle?: LifecycleFigures;
 }
 
 export const TARGETS = {
@@ -56,6 +65,10 @@ export const TARGETS = {
   idleStreamsRssMb: 300,
   /** Feed streams (issue 20): create p50 with 500 SSE streams following, as a multiple of none. */
   createP50UnderStreams: 1.5,
+  /** Lifecycle: signed actions a second over REST, each appending to the log. */
+  lifecycleActionsPerSecond: 1_000,
+  /** Lifecycle: p95 of the history of a name with 200 records, one request at a time. */
+  historyP95Ms: 10,
 } as const;
 
 export interface MachineInfo {
@@ -101,7 +114,7 @@ export function summariseResolve(row: ResolveRowFigures): Summary {
   };
 }
 
-export function summariseCreates(figures: CreateFigures): Summary {
+export function summariseCreates(figures: Pick<CreateFigures, "label" | "runs">): Summary {
   return {
     label: figures.label,
     perSecond: median(figures.runs.map((r) => r.result.requestsPerSecond)),
@@ -154,6 +167,7 @@ function tableRows(f: Figures): TableRow[] {
   return [
     ...f.resolves.map((row) => line(summariseResolve(row), judged.get(row.key), "")),
     ...f.creates.map((c) => line(summariseCreates(c), undefined, " (creates/s)")),
+    ...(f.lifecycle?.actions === undefined ? [] : [line(summariseCreates(f.lifecycle.actions), undefined, " (actions/s)")]),
   ];
 }
 
@@ -196,10 +210,12 @@ export function verdicts(f: Figures): Verdict[] {
   }
   out.push(...feedVerdicts(f));
   out.push(...streamVerdicts(f.streams));
-  const notOk = [...f.resolves.map(summariseResolve), ...f.creates.map(summariseCreates)].filter((s) => s.notOk > 0);
-  if (f.resolves.length + f.creates.length > 0)
+  out.push(...lifecycleVerdicts(f));
+  const actions = f.lifecycle?.actions === undefined ? [] : [summariseCreates(f.lifecycle.actions)];
+  const notOk = [...f.resolves.map(summariseResolve), ...f.creates.map(summariseCreates), ...actions].filter((s) => s.notOk > 0);
+  if (f.resolves.length + f.creates.length + actions.length > 0)
     out.push({
-      target: "every request answered successfully (resolves 2xx with a whole body, creates created)",
+      target: "every request answered successfully (resolves 2xx with a whole body, creates created, actions 200)",
       measured: notOk.length === 0 ? "all" : notOk.map((s) => `${s.label}: ${n(s.notOk)} not OK`).join("; "),
       pass: notOk.length === 0,
     });
@@ -239,9 +255,11 @@ export function renderTable(f: Figures): string {
       .trimEnd();
   const targets = verdicts(f).map((v) => `${verdictText(v).padEnd(4)}  ${v.target}: ${v.measured}`);
   const protocols = all.length === 1 ? [] : [line(HEADERS), widths.map((w) => "-".repeat(w)).join("  "), ...all.slice(1).map(line), ""];
-  const feed = [...(f.feed === undefined ? [] : feedTables(f.feed)), ...(f.streams === undefined ? [] : [streamTable(f.streams)])].flatMap(
-    (table) => [...consoleTable(table), ""],
-  );
+  const feed = [
+    ...(f.feed === undefined ? [] : feedTables(f.feed)),
+    ...(f.streams === undefined ? [] : [streamTable(f.streams)]),
+    ...historyTables(f.lifecycle),
+  ].flatMap((table) => [...consoleTable(table), ""]);
   return [...protocols, ...feed, "Targets:", ...targets].join("\n");
 }
 
@@ -257,7 +275,9 @@ export function renderMarkdown(
       ? []
       : [...f.feed.replays.flatMap((replay) => replay.runs.map((r) => r.usage.cpuPressurePercent)), f.feed.live.usage.cpuPressurePercent];
   const pressure = [
-    ...[...f.resolves, ...f.creates].flatMap((row) => row.runs.map((r) => r.usage.cpuPressurePercent)),
+    ...[...f.resolves, ...f.creates, ...(f.lifecycle?.actions === undefined ? [] : [f.lifecycle.actions])].flatMap((row) =>
+      row.runs.map((r) => r.usage.cpuPressurePercent),
+    ),
     ...feedPressure,
   ].filter(Number.isFinite);
   const keys = Object.keys(HEADERS) as (keyof TableRow)[];
@@ -265,9 +285,10 @@ export function renderMarkdown(
   const commands = f.resolves.map((r) => `${r.label}:\n  ${r.command}`).join("\n");
   return [
     `Code ${machine.code.commit}${machine.code.uncommitted.length === 0 ? "" : ` plus uncommitted changes to ${machine.code.uncommitted.join(", ")}`}, ENTRY_CACHE_SIZE ${machine.entryCacheSize}. Run of ${date.slice(0, 10)} on a ${machine.cpus}-core shared machine (${machine.cpuModel}), Node ${machine.node}, Postgres ${machine.postgres}, ${machine.h2load}; 1/5/15-minute load average at the start ${machine.loadAverageAtStart.join(" / ")}; CPU pressure during the runs ${n(Math.min(...pressure))}-${n(Math.max(...pressure))}%. Medians of ${config.runs} run${config.runs === 1 ? "" : "s"} of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up each).`,
-    ...(f.resolves.length + f.creates.length === 0
+    ...(f.resolves.length + f.creates.length === 0 && f.lifecycle?.actions === undefined
       ? []
       : ["", row(HEADERS), `| ${keys.map((key) => (NUMERIC.includes(key) ? "---:" : "---")).join(" | ")} |`, ...tableRows(f).map(row)]),
+    ...historyTables(f.lifecycle).flatMap((table) => ["", ...markdownTable(table)]),
     ...(f.feed === undefined ? [] : feedTables(f.feed).flatMap((table) => ["", ...markdownTable(table)])),
     ...(f.streams === undefined ? [] : ["", ...markdownTable(streamTable(f.streams))]),
     "",
@@ -430,4 +451,60 @@ function feedVerdicts(f: Figures): Verdict[] {
           pass: creates.perSecond >= TARGETS.createsWithLogPerSecond,
         },
   ];
+}
+
+// ---------------------------------------------------------------------------------------------
+// The lifecycle part (bench/lifecycle-bench.ts): the history table and both targets.
+
+function historyTables(lifecycle: LifecycleFigures | undefined): TextTable[] {
+  const history = lifecycle?.history;
+  if (history === undefined) return [];
+  const p95 = median(history.runs.map((r) => r.p95Ms));
+  const baseline = median(history.runs.map((r) => r.baselineP95Ms));
+  return [
+    {
+      header: ["History read", "records", "p50 ms", "p95 ms", "resolve p95 ms (baseline)", "p95 of baseline", "runs (p95 ms)"],
+      rows: [
+        [
+          history.label,
+          n(history.records),
+          n(median(history.runs.map((r) => r.p50Ms)), 2),
+          n(p95, 2),
+          n(baseline, 2),
+          n(p95 / baseline, 1),
+          history.runs.map((r) => n(r.p95Ms, 2)).join(" / "),
+        ],
+      ],
+      numeric: new Set([1, 2, 3, 4, 5]),
+    },
+  ];
+}
+
+function lifecycleVerdicts(f: Figures): Verdict[] {
+  const out: Verdict[] = [];
+  const actions = f.lifecycle?.actions;
+  if (actions !== undefined) {
+    const a = summariseCreates(actions);
+    const restCreates = f.creates.find((c) => c.key === "rest");
+    const beside =
+      restCreates === undefined
+        ? ""
+        : `, ${n(a.perSecond / summariseCreates(restCreates).perSecond, 2)} of REST creates' ${n(summariseCreates(restCreates).perSecond)}/s in the same run`;
+    out.push({
+      target: `lifecycle actions with the change log on >= ${n(TARGETS.lifecycleActionsPerSecond)}/s`,
+      measured: `${n(a.perSecond)}/s over REST (deprecate and undeprecate in turn, each logged)${beside}`,
+      pass: a.perSecond >= TARGETS.lifecycleActionsPerSecond,
+    });
+  }
+  const history = f.lifecycle?.history;
+  if (history !== undefined) {
+    const p95 = median(history.runs.map((r) => r.p95Ms));
+    const baseline = median(history.runs.map((r) => r.baselineP95Ms));
+    out.push({
+      target: `history of a name with ${n(history.records)} records p95 <= ${TARGETS.historyP95Ms} ms`,
+      measured: `${n(p95, 2)} ms (median of ${history.runs.length}; a resolve's p95 ${n(baseline, 2)} ms in the same loop)`,
+      pass: p95 <= TARGETS.historyP95Ms,
+    });
+  }
+  return out;
 }

@@ -29,12 +29,21 @@ import {
   TARGETS,
   type CreateFigures,
   type Figures,
+  type LifecycleFigures,
   type MachineInfo,
   type ResolveRowFigures,
 } from "./report.js";
 import { renderDiscoveryMarkdown, renderDiscoveryTable, runDiscoveryBench } from "./discovery-bench.js";
 import { runFeedBench } from "./feed-bench.js";
 import { runStreamBench } from "./stream-bench.js";
+import {
+  HISTORY_RECORDS,
+  prepareLifecycle,
+  runHistory,
+  runLifecycleLoad,
+  type HistoryRun,
+  type LifecycleSetup,
+} from "./lifecycle-bench.js";
 import { prepareAbTree, type AbTree } from "./ab-tree.js";
 import { renderAbMarkdown, renderAbTable, type AbFigures } from "./ab-report.js";
 import { BENCH_USAGE } from "./bench-usage.js";
@@ -109,6 +118,9 @@ const FEED = {
   liveRate: Number(args["feed-rate"] ?? 200),
 };
 
+/** The history row: sequential reads of one name's history, as the discovery rows are timed. */
+const HISTORY = { samples: quick ? 50 : 200, warmup: 20 };
+
 /** The stream part of the feed: issue 20's shapes, 500 streams following and 1,000 idle. */
 const STREAMS = {
   followers: Number(args["stream-followers"] ?? 500),
@@ -123,13 +135,17 @@ const STREAMS = {
 
 const CREATE_KEYS = ["create-rest", "create-grpc"] as const;
 type CreateKey = (typeof CREATE_KEYS)[number];
+/** docs/lifecycle.md's rows: signed actions per second over REST, and a 200-record history read. */
+const LIFECYCLE_KEYS = ["lifecycle-rest", "history"] as const;
+type LifecycleKey = (typeof LIFECYCLE_KEYS)[number];
 const selection = (() => {
-  const names = (args.only ?? (args.ab === undefined ? "resolve,creates,feed" : "resolve,creates"))
+  const names = (args.only ?? (args.ab === undefined ? "resolve,creates,lifecycle,feed" : "resolve,creates"))
     .split(",")
     .map((name) => name.trim())
     .filter((name) => name !== "");
   const rows = new Set<ResolveRowKey>();
   const creates = new Set<CreateKey>();
+  const lifecycle = new Set<LifecycleKey>();
   let discovery = false;
   let feed = false;
   for (const name of names) {
@@ -137,18 +153,21 @@ const selection = (() => {
     if (name === "all" || name === "creates") for (const key of CREATE_KEYS) creates.add(key);
     if (name === "all" || name === "discovery") discovery = true;
     if (name === "all" || name === "feed") feed = true;
+    if (name === "all" || name === "lifecycle") for (const key of LIFECYCLE_KEYS) lifecycle.add(key);
     if ((RESOLVE_ROW_KEYS as readonly string[]).includes(name)) rows.add(name as ResolveRowKey);
     else if ((CREATE_KEYS as readonly string[]).includes(name)) creates.add(name as CreateKey);
-    else if (!["all", "resolve", "creates", "feed", "discovery"].includes(name)) {
+    else if ((LIFECYCLE_KEYS as readonly string[]).includes(name)) lifecycle.add(name as LifecycleKey);
+    else if (!["all", "resolve", "creates", "lifecycle", "feed", "discovery"].includes(name)) {
       throw new Error(
-        `--only: unknown part ${name}; parts are all, resolve, creates, feed, discovery, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS].join(", ")}`,
+        `--only: unknown part ${name}; parts are all, resolve, creates, lifecycle, feed, discovery, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS, ...LIFECYCLE_KEYS].join(", ")}`,
       );
     }
   }
   // Each row's target is read against the floor of its transport.
   for (const key of [...rows]) rows.add(floorKeyOf(protocolRows("", config.concurrency).find((row) => row.key === key)!.transport));
-  const complete = rows.size === RESOLVE_ROW_KEYS.length && creates.size === CREATE_KEYS.length && feed;
-  return { rows, creates, discovery, feed, complete };
+  const complete =
+    rows.size === RESOLVE_ROW_KEYS.length && creates.size === CREATE_KEYS.length && lifecycle.size === LIFECYCLE_KEYS.length && feed;
+  return { rows, creates, lifecycle, discovery, feed, complete };
 })();
 
 // Children are started with paths relative to the repository root.
@@ -492,11 +511,15 @@ async function measure(
   rowsOf: readonly (readonly PreparedRow[])[],
   floors: ReadonlyMap<Target, Server>,
   did: string,
+  lifecycleSetup?: LifecycleSetup,
 ): Promise<Figures[]> {
   const samplers = subjects.map((subject) => new ServerSampler(subject.registry.child.pid, subject.database.name));
   for (const sampler of samplers) sampler.start();
   const resolveRuns = subjects.map(() => new Map<ResolveRowKey, ResolveRun[]>());
   const createRuns = subjects.map(() => new Map<CreateKey, CreateRun[]>());
+  // This tree only, as the feed: the rows need names prepared on its server.
+  const actionRuns: CreateRun[] = [];
+  const historyRuns: HistoryRun[] = [];
   const push = <K, V>(map: Map<K, V[]>, key: K, value: V) => map.set(key, [...(map.get(key) ?? []), value]);
   // With --ab, this tree goes first in odd runs and second in even ones: neither always meets the machine as the other left it.
   const inTurn = (run: number) => (run % 2 === 1 ? subjects.map((_, i) => i) : subjects.map((_, i) => subjects.length - 1 - i));
@@ -527,7 +550,27 @@ async function measure(
         say(describeCreate(`${CREATE_LABELS[key].label}${tag(i)}`, run, record));
       }
     }
+    // In the same round as the creates, so the machine's drift hits them alike.
+    if (lifecycleSetup !== undefined) {
+      const { registry, seeded } = subjects[0]!;
+      if (selection.lifecycle.has("lifecycle-rest")) {
+        const record = await runLifecycle(registry, samplers[0]!, seeded.accessToken, lifecycleSetup);
+        actionRuns.push(record);
+        say(describeCreate(LIFECYCLE_LABEL, run, record).replace(" creates/s", " actions/s").replace("µs/create", "µs/action"));
+      }
+      if (selection.lifecycle.has("history")) {
+        const record = await runHistory(registry.url, lifecycleSetup, HISTORY.samples, HISTORY.warmup);
+        historyRuns.push(record);
+        say(
+          `  ${HISTORY_LABEL} run ${run}: p50 ${fmt(record.p50Ms, 2)} ms, p95 ${fmt(record.p95Ms, 2)} ms; resolve p50 ${fmt(record.baselineP50Ms, 2)} ms, p95 ${fmt(record.baselineP95Ms, 2)} ms (${record.samples} calls each, one at a time)`,
+        );
+      }
+    }
   }
+  const lifecycle: LifecycleFigures = {
+    ...(actionRuns.length === 0 ? {} : { actions: { label: LIFECYCLE_LABEL, generator: "autocannon", runs: actionRuns } }),
+    ...(historyRuns.length === 0 ? {} : { history: { label: HISTORY_LABEL, records: HISTORY_RECORDS, runs: historyRuns } }),
+  };
   return subjects.map((subject, i): Figures => {
     samplers[i]!.stop();
     const rss = [...samplers[i]!.loadSamples()].sort((a, b) => a - b);
@@ -549,7 +592,20 @@ async function measure(
         (key): CreateFigures => ({ key: key === "create-rest" ? "rest" : "grpc", ...CREATE_LABELS[key], runs: createRuns[i]!.get(key)! }),
       ),
       rss: { peakMb: rss.at(-1) ?? Number.NaN, medianMb: rss[Math.floor(rss.length / 2)] ?? Number.NaN, samples: rss.length },
+      ...(i === 0 && lifecycleSetup !== undefined ? { lifecycle } : {}),
     };
+  });
+}
+
+const LIFECYCLE_LABEL = "REST lifecycle actions, HTTP/1.1";
+const HISTORY_LABEL = `history of a name with ${HISTORY_RECORDS} records, REST`;
+
+/** Signs the run's requests before the clock starts, then loads as the REST creates do. */
+async function runLifecycle(server: Server, sampler: ServerSampler, token: string, setup: LifecycleSetup): Promise<CreateRun> {
+  const shape = { url: server.url, durationSeconds: config.durationSeconds, warmupSeconds: config.warmupSeconds };
+  const measureAfterMs = config.warmupSeconds * 1000;
+  return sampler.window(() => runLifecycleLoad({ ...shape, connections: config.createConnections }, token, setup, config.createPool), {
+    measureAfterMs,
   });
 }
 
@@ -680,7 +736,8 @@ async function main(): Promise<void> {
     `  ${config.runs} run(s) of ${config.durationSeconds} s (after a ${config.warmupSeconds} s warm-up) each; HTTP/1.1 ${config.concurrency.h1Connections} connections, h2c ${config.concurrency.h2Connections} connections x ${config.concurrency.h2Streams} streams, creates ${config.createConnections} in flight; child logs in ${LOG}`,
   );
 
-  if (selection.rows.size > 0 || selection.creates.size > 0 || selection.feed) await protocolPhases(machine, started);
+  if (selection.rows.size > 0 || selection.creates.size > 0 || selection.lifecycle.size > 0 || selection.feed)
+    await protocolPhases(machine, started);
   if (selection.discovery && args.profile !== true) await discoveryPhase(machine);
 }
 
@@ -766,8 +823,16 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
     say(`  ${target} pid ${floor.child.pid} at ${floor.url}`);
   }
 
+  // A fresh token: the seed's may be minutes old by the last run.
+  const lifecycleSetup =
+    selection.lifecycle.size === 0
+      ? undefined
+      : await prepareLifecycle(registry.url, await issueAccessToken(registry, seeded.rootToken), seeded.publisher, Date.now().toString(36));
+  if (lifecycleSetup !== undefined)
+    say(`  lifecycle: names prepared; history of ${lifecycleSetup.historyDid} holds ${HISTORY_RECORDS} records`);
+
   say("");
-  const [measured, otherMeasured] = await measure(subjects, rowsOf, floors, did);
+  const [measured, otherMeasured] = await measure(subjects, rowsOf, floors, did, lifecycleSetup);
   // After the creates, so the log holds the seed plus every create of the create runs.
   const figures = selection.feed ? { ...measured!, feed: await feedPart(current), streams: await streamPart(current) } : measured!;
   const ab: AbFigures | undefined =
@@ -799,7 +864,7 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
     say(`\nwrote the table into ${relative(ROOT, DOCS)}`);
   } else {
     say(
-      `\n(not written to ${relative(ROOT, DOCS)}: only a full run of every row, both creates and the feed, 3 runs or more, without --quick, --ab or a rate limit, is)`,
+      `\n(not written to ${relative(ROOT, DOCS)}: only a full run of every row, both creates, both lifecycle rows and the feed, 3 runs or more, without --quick, --ab or a rate limit, is)`,
     );
   }
   say(`wrote ${join(RESULTS, "latest.json")} (${report.elapsedSeconds} s)`);
