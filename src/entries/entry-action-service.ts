@@ -29,7 +29,7 @@ import {
   type VersionState,
 } from "../domain/version-state.js";
 import { FailedPreconditionError, InvalidArgumentError, NotFoundError, PermissionDeniedError } from "../errors.js";
-import type { ActionOutcome, ActionTarget, EntryRepository, StoredEntry, VersionColumnChanges } from "./entry-repository.js";
+import type { ActionOutcome, ActionTarget, EntryOwner, EntryRepository, StoredEntry, VersionColumnChanges } from "./entry-repository.js";
 
 export interface EntryActionServiceOptions {
   readonly repository: EntryRepository;
@@ -63,17 +63,23 @@ export function createEntryActionService(options: EntryActionServiceOptions) {
     if (!canPublish(principal, request.did.entryType)) {
       throw new PermissionDeniedError(`token lacks scope registry.publish.${request.did.entryType} needed to act on this entry`);
     }
-    if (request.replacement !== "") await requireExisting(request.replacement);
-    const action = signedAction(
-      "entry.lifecycle",
-      LIFECYCLE_PAYLOAD_TYPE,
-      request,
-      lifecycleRequestRecord(request, principal.subject, input),
-    );
-    return act(request, action, (target) => {
-      if (target.owner.publisherDid !== principal.subject) {
+    const requireController = (owner: EntryOwner) => {
+      if (owner.publisherDid !== principal.subject) {
         throw new PermissionDeniedError(`only a controller of ${request.did.baseDid} may change its lifecycle`);
       }
+    };
+    // A replacement is state, checked after authority (403) as every write orders its checks.
+    if (request.replacement !== "") {
+      const owner = await repository.findOwner(request.did.baseDid);
+      if (owner === undefined) throw new NotFoundError(`no entry ${request.subject}`);
+      requireController(owner);
+      await requireExisting(request.replacement);
+    }
+    const record = lifecycleRequestRecord(request, principal.subject, input);
+    const action = signedAction("entry.lifecycle", LIFECYCLE_PAYLOAD_TYPE, request, record);
+    return act(request, action, (target) => {
+      requireController(target.owner);
+      requireVersions(target, request);
       assertLaterIssuedAt(request.issuedAt, target.lastIssuedAt?.toISOString());
       return lifecycleOutcome(target, request, { at: now, by: principal.subject });
     });
@@ -92,6 +98,7 @@ export function createEntryActionService(options: EntryActionServiceOptions) {
       moderationRequestRecord(request, principal.subject, input),
     );
     return act(request, action, (target) => {
+      requireVersions(target, request);
       assertLaterIssuedAt(request.issuedAt, target.lastIssuedAt?.toISOString());
       return moderationOutcome(target, request, { at: now, by: principal.subject });
     });
@@ -103,7 +110,7 @@ export function createEntryActionService(options: EntryActionServiceOptions) {
     decide: (target: ActionTarget) => ActionOutcome,
   ): Promise<StoredEntry[]> {
     const entries = await repository.applyAction(request.did.baseDid, request.did.version?.version, action, decide);
-    if (entries === undefined || entries.length === 0) throw new NotFoundError(`no entry ${request.subject}`);
+    if (entries === undefined) throw new NotFoundError(`no entry ${request.subject}`);
     return entries;
   }
 
@@ -124,6 +131,11 @@ export function createEntryActionService(options: EntryActionServiceOptions) {
   }
 
   return { changeLifecycle, moderate };
+}
+
+/** An existing name whose addressed version does not exist: 404, once authority was checked. */
+function requireVersions(target: ActionTarget, request: { readonly subject: string }): void {
+  if (target.versions.length === 0) throw new NotFoundError(`no entry ${request.subject}`);
 }
 
 function parsedSignature(text: string | undefined): Uint8Array {

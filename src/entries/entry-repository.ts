@@ -111,11 +111,13 @@ export interface EntryRepository {
   revoke(baseDid: string, version: string | undefined, revocation: Revocation): Promise<StoredEntry[]>;
 
   /**
-   * Applies a signed action in one transaction: locks the name, hands `decide` what it addresses
-   * (one version, or every version when `version` is undefined), records the request's issuedAt,
-   * writes what `decide` returns, recomputes latest and, when anything changed, appends one log
-   * record holding the request and each changed version. Returns the addressed versions after
-   * the action, or undefined when the name does not exist. Errors `decide` throws undo it all.
+   * Applies a signed action atomically: hands `decide` what it addresses (one version, or every
+   * version when `version` is undefined; none when that version does not exist), records the
+   * request's issuedAt, writes what `decide` returns, recomputes latest and, when anything
+   * changed, appends one log record holding the request and each changed version. `decide` may
+   * run more than once (when the name changes meanwhile) and must be pure. Returns the addressed
+   * versions after the action, or undefined when the name does not exist; an error `decide`
+   * throws leaves everything as it was.
    */
   applyAction(
     baseDid: string,

@@ -264,7 +264,9 @@ export function createClientOverTransport(
       const signature = await signLifecycle(fields, privateKey);
       const bearer = call.token ?? (await accessTokens.forEntryType(() => entryTypeOfDid(did)));
       return mappingErrors(async () => {
-        const answer = await registry.changeLifecycle({ did, ...fields, signature }, callOptions(call, bearer));
+        const { reason, replacement } = fields;
+        const request = { did, action, reason, replacement, issuedAt: fields.issuedAt, signature };
+        const answer = await registry.changeLifecycle(request, callOptions(call, bearer));
         return answer.entries;
       });
     },
@@ -274,7 +276,11 @@ export function createClientOverTransport(
       const signature = await signModeration(fields, privateKey);
       const bearer = call.token ?? (await accessTokens.forEntryType(() => entryTypeOfDid(did)));
       return mappingErrors(async () => {
-        const answer = await registry.moderateEntry({ did, ...fields, signature }, callOptions(call, bearer));
+        const { policy, note } = fields;
+        const answer = await registry.moderateEntry(
+          { did, action, policy, note, issuedAt: fields.issuedAt, signature },
+          callOptions(call, bearer),
+        );
         return answer.entries;
       });
     },

@@ -102,7 +102,7 @@ export function changeFromRow(row: LogRow): LoggedChange {
  * The entries row a record kept, from its JSON form (to_jsonb): times come back as text and
  * bigints as numbers, which the row mapper expects as Date and text.
  */
-function entryRowFromState(state: Record<string, unknown>): EntryRow {
+export function entryRowFromState(state: Record<string, unknown>): EntryRow {
   const row: Record<string, unknown> = { ...state };
   for (const field of ENTRY_FIELDS) {
     const value = state[field.column];

@@ -9,9 +9,9 @@ import type {
   Revocation,
   SignedAction,
   StoredEntry,
-  VersionColumnChanges,
 } from "../entries/entry-repository.js";
-import { LOG_APPEND_LOCK } from "./migrations/0011-log-append-lock.js";
+import type { MarkValue } from "../domain/entry-fields.js";
+import { entryRowFromState } from "./knex-change-log.js";
 import { AlreadyExistsError, FailedPreconditionError, PermissionDeniedError } from "../errors.js";
 import { ENTRY_CHANGES_CHANNEL } from "./change-feed.js";
 import { isUniqueViolation, translateDriverErrors } from "./driver-errors.js";
@@ -138,10 +138,16 @@ async function appendRevocations(tx: Knex.Transaction, sequences: readonly strin
   }
 }
 
+/** Raised by registry_apply_action (migration 0019) when the name changed after it was read. */
+const NAME_CHANGED = "RG409";
+/** Enough for any real contention on one name; past it the caller sees the conflict. */
+const ACTION_ATTEMPTS = 8;
+
 /**
- * A signed action (migration 0018): the name locked, the decision made on what it addresses, the
- * request's issuedAt kept (a request that changed nothing too, so it cannot be replayed later),
- * and one log record when anything changed.
+ * A signed action (migrations 0018, 0019): one statement reads what `decide` needs, one writes
+ * its decision with the request's issuedAt (a request that changed nothing too, so it cannot be
+ * replayed later) and, when anything changed, one log record. The write refuses a decision made
+ * on a name that changed since; then the name is read and decided again.
  */
 async function applyAction(
   knex: Knex,
@@ -150,76 +156,60 @@ async function applyAction(
   action: SignedAction,
   decide: (target: ActionTarget) => ActionOutcome,
 ): Promise<StoredEntry[] | undefined> {
-  return knex.transaction(async (tx) => {
-    const name = await tx("entry_names").select("publisher_did", "entry_type", "archive").where({ base_did: baseDid }).forUpdate().first();
-    if (name === undefined) return undefined;
-    const addressed = (query: Knex.QueryBuilder) =>
-      version === undefined ? query.where({ base_did: baseDid }) : query.where({ base_did: baseDid, version_key: versionKey(version) });
-    const rows: EntryRow[] = await addressed(tx("entries")).select("*").orderBy("version_key", "desc");
-    if (rows.length === 0) return [];
-    const clock = await tx("signed_action_clock")
-      .select("issued_at")
-      .where({ payload_type: action.payloadType, base_did: baseDid })
-      .first();
+  const key = version === undefined ? null : versionKey(version);
+  for (let attempt = 1; ; attempt++) {
+    const [read] = await preparedQuery<{ target: ActionTargetRow | null }>(knex, "registry_action_target", ACTION_TARGET_SQL, [
+      baseDid,
+      key,
+      action.payloadType,
+    ]);
+    const target = read?.target ?? null;
+    if (target === null) return undefined;
     const outcome = decide({
-      owner: { publisherDid: name.publisher_did, entryType: name.entry_type },
-      archive: name.archive,
-      versions: rows.map(entryFromRow),
-      lastIssuedAt: clock?.issued_at,
+      owner: { publisherDid: target.owner, entryType: target.entryType },
+      archive: target.archive,
+      versions: target.versions.map(entryOfState),
+      lastIssuedAt: target.clock === null ? undefined : new Date(target.clock),
     });
-    await tx("signed_action_clock")
-      .insert({ payload_type: action.payloadType, base_did: baseDid, issued_at: action.issuedAt })
-      .onConflict(["payload_type", "base_did"])
-      .merge(["issued_at"]);
-    const changed = new Set(outcome.versions.map((change) => change.sequence.toString()));
-    for (const { sequence, columns } of outcome.versions) {
-      await tx("entries").where({ sequence: sequence.toString() }).update(columnValues(columns));
+    const applied = {
+      base_did: baseDid,
+      version_key: key,
+      kind: action.kind,
+      payload_type: action.payloadType,
+      issued_at: action.issuedAt.toISOString(),
+      request: action.request,
+      head: target.head,
+      clock: target.clock,
+      changes: outcome.versions.map(({ sequence, columns }) => ({ sequence: sequence.toString(), columns })),
+      archive_changed: outcome.archive !== undefined,
+      archive: outcome.archive ?? null,
+    };
+    try {
+      const [written] = await preparedQuery<{ after: Record<string, unknown>[] }>(knex, "registry_apply_action", APPLY_ACTION_SQL, [
+        JSON.stringify(applied),
+      ]);
+      return (written?.after ?? []).map(entryOfState);
+    } catch (error) {
+      if ((error as { code?: unknown } | null)?.code !== NAME_CHANGED || attempt === ACTION_ATTEMPTS) throw error;
     }
-    if (outcome.archive !== undefined) {
-      await tx("entry_names").where({ base_did: baseDid }).update({ archive: outcome.archive });
-      const versions: { sequence: string }[] = await tx("entries")
-        .where({ base_did: baseDid })
-        .update({ archive: outcome.archive }, ["sequence"]);
-      for (const row of versions) changed.add(row.sequence);
-    }
-    if (changed.size > 0) {
-      await tx.raw("select registry_recompute_latest(?)", [baseDid]);
-      await appendAction(tx, baseDid, [...changed], action);
-      await notifyChange(tx, baseDid);
-    }
-    const after: EntryRow[] = await addressed(tx("entries")).select("*").orderBy("version_key", "desc");
-    return after.map(entryFromRow);
-  });
-}
-
-/** jsonb columns go as JSON text; the driver would send an array as a Postgres array. */
-function columnValues(columns: VersionColumnChanges): Record<string, unknown> {
-  const values: Record<string, unknown> = {};
-  for (const [column, value] of Object.entries(columns)) {
-    values[column] = column === "tags" || value === null || typeof value !== "object" ? value : JSON.stringify(value);
   }
-  return values;
 }
 
-/** One record for the request: the changed versions' states in sequence order, and which versions it is about. */
-async function appendAction(tx: Knex.Transaction, baseDid: string, sequences: readonly string[], action: SignedAction): Promise<void> {
-  const ordered = [...sequences].sort((a, b) => Number(BigInt(a) - BigInt(b)));
-  await tx.raw("select pg_advisory_xact_lock(?)", [LOG_APPEND_LOCK]);
-  const [appended] = (
-    await tx.raw(
-      `insert into registry_log (log_index, kind, base_did, entry_states, request, latest_version)
-       select (select coalesce(max(log_index), -1) + 1 from registry_log), ?, ?,
-              (select jsonb_agg(to_jsonb(e) order by e.sequence) from entries e where e.sequence = any(?::bigint[])),
-              ?::jsonb,
-              coalesce((select l.version from entries l where l.base_did = ? and l.is_latest), '')
-       returning log_index`,
-      [action.kind, baseDid, ordered, JSON.stringify(action.request), baseDid],
-    )
-  ).rows as { log_index: string }[];
-  await tx.raw(
-    "insert into registry_log_versions (entry_did, log_index) select entry_did, ? from entries where sequence = any(?::bigint[])",
-    [appended!.log_index, ordered],
-  );
+const ACTION_TARGET_SQL = "select registry_action_target($1, $2, $3) as target";
+const APPLY_ACTION_SQL = "select registry_apply_action($1::jsonb) as after";
+
+/** What registry_action_target answers (migration 0019). */
+interface ActionTargetRow {
+  readonly owner: string;
+  readonly entryType: string;
+  readonly archive: MarkValue | null;
+  readonly clock: string | null;
+  readonly head: string | number | null;
+  readonly versions: Record<string, unknown>[];
+}
+
+function entryOfState(state: Record<string, unknown>): StoredEntry {
+  return entryFromRow(entryRowFromState(state));
 }
 
 /** Tells every process's cache, on commit, that this entry changed (see change-feed.ts). */

@@ -181,12 +181,21 @@ describe.each(PROTOCOLS)("lifecycle actions over %s", (protocol: Protocol) => {
       strangerToken,
     );
     expect(foreign.code).toBe("permission_denied");
+    // Authority comes before state: a stranger learns nothing of versions or replacements.
+    for (const [did, extra] of [
+      [`${base}@9.9.9`, { reason: "x" }],
+      [`${base}@1.0.0`, { reason: "x", replacement: "did:reg:main:skill:nowhere-at-all" }],
+    ] as const) {
+      const action = "replacement" in extra ? "deprecate" : "yank";
+      const refused = await client.lifecycle(did, sent(await lifecycleBody(stranger, did, action, extra)), strangerToken);
+      expect(refused.code, did).toBe("permission_denied");
+    }
     const missing = await client.lifecycle(
       `${base}@9.9.9`,
       sent(await lifecycleBody(publisher, `${base}@9.9.9`, "yank", { reason: "x" })),
       token,
     );
-    expect(missing.code).toBe("not_found");
+    expect(missing.code, JSON.stringify(missing.body)).toBe("not_found");
     const nowhere = await client.lifecycle(
       `${base}@1.0.0`,
       sent(await lifecycleBody(publisher, `${base}@1.0.0`, "deprecate", { reason: "x", replacement: "did:reg:main:skill:nowhere-at-all" })),

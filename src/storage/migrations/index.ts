@@ -16,6 +16,7 @@ import * as logStateBytes from "./0015-log-state-bytes.js";
 import * as entryPayloadV2 from "./0016-entry-payload-v2.js";
 import * as logNameIndex from "./0017-log-name-index.js";
 import * as versionStates from "./0018-version-states.js";
+import * as actionCalls from "./0019-action-calls.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -44,6 +45,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0016-entry-payload-v2", entryPayloadV2],
   ["0017-log-name-index", logNameIndex],
   ["0018-version-states", versionStates],
+  ["0019-action-calls", actionCalls],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
