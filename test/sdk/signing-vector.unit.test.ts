@@ -431,7 +431,7 @@ describe("published lifecycle and moderation vectors", () => {
     const withReplacementFound = {
       applyAction: async () => undefined,
       findVersion: async () => ({}),
-      findOwner: async () => ({}),
+      findOwner: async () => ({ publisherDid: DID, entryType: "skill" }),
     } as unknown as EntryRepository;
 
     it("accepts both signatures, taking by from the token's subject", async () => {

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
-import { up as indexLogByName } from "../../src/storage/migrations/0017-log-name-index.js";
 import { startPublishingRegistry, type PublishingSetup } from "../support/registry-fixture.js";
 
 /**
@@ -14,8 +13,6 @@ let setup: PublishingSetup;
 
 beforeAll(async () => {
   setup = await startPublishingRegistry(["registry.publish.skill"], { logIntegrateMs: 50 });
-  // Migration 0017, for as long as the migration list does not run it (create index if not exists).
-  await indexLogByName(setup.db.database.knex);
   for (let i = 0; i < RECORDS; i++) {
     const response = await fetch(`${setup.registry.url}/v1/entries`, {
       method: "POST",
