@@ -128,13 +128,21 @@ describe.each(TRANSPORTS)("the SDK over %s", (transport) => {
 
   it("signs and sends lifecycle actions twice in the same millisecond, and moderation with an admin token", async () => {
     const [deprecated] = await client.changeLifecycle(`${did}@1.1.0`, "deprecate", { reason: "use 1.2", replacement: `${did}@1.2.0`, key });
-    expect(deprecated).toMatchObject({ status: "deprecated", deprecation: { reason: "use 1.2", replacement: `${did}@1.2.0`, by: key.did } });
+    expect(deprecated).toMatchObject({
+      status: "deprecated",
+      deprecation: { reason: "use 1.2", replacement: `${did}@1.2.0`, by: key.did },
+    });
     // Back to back on one name: the SDK's issuedAt keeps rising, so the second is not a replay.
     const [yanked] = await client.changeLifecycle(`${did}@1.1.0`, "yank", { reason: "broken", key });
     expect(yanked).toMatchObject({ status: "yanked", deprecated: true });
     const moderator = await generateKeyPair();
     const adminToken = await registry.accessToken(moderator.did, ["registry.admin"]);
-    const [held] = await client.moderate(`${did}@1.0.0`, "quarantine", { policy: "spam", note: "reported", key: moderator, token: adminToken });
+    const [held] = await client.moderate(`${did}@1.0.0`, "quarantine", {
+      policy: "spam",
+      note: "reported",
+      key: moderator,
+      token: adminToken,
+    });
     expect(held).toMatchObject({ status: "quarantined", quarantine: { policy: "spam", note: "reported", by: moderator.did } });
     const refused = await failure(client.moderate(`${did}@1.0.0`, "unquarantine", { note: "mine", key }));
     expect(refused.code).toBe("permission_denied");
