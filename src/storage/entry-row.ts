@@ -55,17 +55,23 @@ const FROM_COLUMN: { readonly [K in FieldKind]: (value: ColumnValues[K]) => unkn
 };
 
 /**
- * A stored entry from its row: one conversion per catalogue field. States logged before a text
- * field existed lack its column; they read as what the migration that added it gave older rows.
+ * A stored entry from its row: one conversion per catalogue field. States logged before a field
+ * existed lack its column; they read as what the migration that added it gave older rows.
  */
 export function entryFromRow(row: EntryRow): StoredEntry {
   const entry: Record<string, unknown> = {};
   for (const field of ENTRY_FIELDS) {
-    const value: unknown =
-      row[field.column] ?? (field.kind === "text" && !fieldSpec(field).nullable ? (fieldSpec(field).absentAs ?? "") : null);
+    const value: unknown = row[field.column] ?? absentValue(field);
     entry[field.name] = value === null ? null : (FROM_COLUMN[field.kind] as (value: unknown) => unknown)(value);
   }
   return entry as StoredEntry;
+}
+
+/** What a state logged before the field existed holds for it: its catalogue default, false, or nothing. */
+function absentValue(field: EntryField): unknown {
+  if (fieldSpec(field).nullable === true) return null;
+  if (field.kind === "text") return fieldSpec(field).absentAs ?? "";
+  return field.kind === "boolean" ? false : null;
 }
 
 /** The create function's arguments for a validated entry: its catalogue fields by column, and the storage-only columns. */

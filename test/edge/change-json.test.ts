@@ -1,10 +1,10 @@
 import { create, toBinary, toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
-import { ChangeSchema } from "../../gen/registry/v1/change_feed_service_pb.js";
+import { ChangeSchema, ListChangesResponseSchema } from "../../gen/registry/v1/change_feed_service_pb.js";
 import type { LoggedChange } from "../../src/changes/change-log.js";
 import { changeMessage } from "../../src/edge/change-feed-handlers.js";
 import { changeJson } from "../../src/edge/change-json.js";
-import { messageJson } from "../../src/edge/rpc/reused-encodings.js";
+import { messageJson, responseJsonBytes } from "../../src/edge/rpc/reused-encodings.js";
 import type { StoredEntry } from "../../src/entries/entry-repository.js";
 
 /**
@@ -166,6 +166,16 @@ describe("changeJson", () => {
       const message = changeMessage(change);
       expect(messageJson(ChangeSchema, message)).toBe(toJsonString(ChangeSchema, message, { alwaysEmitImplicit: true }));
     }
+  });
+});
+
+describe("a page of changes", () => {
+  it("is answered with protobuf-es's JSON, each change's text spliced in, every member in field order", () => {
+    const page = { $typeName: ListChangesResponseSchema.typeName, changes: CHANGES.map(([, change]) => changeMessage(change)), size: 99n };
+    const reflected = create(ListChangesResponseSchema, { changes: CHANGES.map(([, change]) => createdMessage(change)), size: 99n });
+    expect(responseJsonBytes(ListChangesResponseSchema, page as never).toString()).toBe(
+      toJsonString(ListChangesResponseSchema, reflected, { alwaysEmitImplicit: true }),
+    );
   });
 });
 

@@ -1,8 +1,8 @@
 import { create, toJsonString } from "@bufbuild/protobuf";
 import { expect, it } from "vitest";
-import { HistoryRecordSchema } from "../../gen/registry/v1/transparency_log_service_pb.js";
+import { GetEntryHistoryResponseSchema, HistoryRecordSchema } from "../../gen/registry/v1/transparency_log_service_pb.js";
 import { historyRecordMessage } from "../../src/edge/transparency-log-handlers.js";
-import { messageJson } from "../../src/edge/rpc/reused-encodings.js";
+import { messageJson, responseJsonBytes } from "../../src/edge/rpc/reused-encodings.js";
 
 /**
  * A history record's own JSON writer against protobuf-es: REST and Connect JSON answers splice its
@@ -20,4 +20,18 @@ it.each([
   const reflected = create(HistoryRecordSchema, { index: BigInt(index), kind, record: text, inclusionProof: proof });
   expect(messageJson(HistoryRecordSchema, message)).toBe(toJsonString(HistoryRecordSchema, reflected, { alwaysEmitImplicit: true }));
   expect(message).toEqual(reflected);
+});
+
+it("answers a whole page with protobuf-es's JSON, its records spliced in, every member in field order", () => {
+  const records = [0, 5].map((index) =>
+    historyRecordMessage({ index, kind: "entry.lifecycle", bytes: new TextEncoder().encode(text), proof: [] }),
+  );
+  const page = { $typeName: GetEntryHistoryResponseSchema.typeName, checkpoint: "origin\n3\nroot\n", records, treeSize: 9n, nextAfter: 5n };
+  const reflected = create(GetEntryHistoryResponseSchema, {
+    ...page,
+    records: records.map((record) => create(HistoryRecordSchema, record)),
+  });
+  expect(responseJsonBytes(GetEntryHistoryResponseSchema, page as never).toString()).toBe(
+    toJsonString(GetEntryHistoryResponseSchema, reflected, { alwaysEmitImplicit: true }),
+  );
 });

@@ -94,9 +94,15 @@ export function responseBinaryBytes(schema: DescMessage, message: Message): Buff
   return encodingsOf(message)?.binary ?? asBuffer(responseBinary(schema, message));
 }
 
-/** The JSON answer as UTF-8 bytes; never to be written to (a frozen message's are shared). */
+/**
+ * The JSON answer as UTF-8 bytes; never to be written to (a frozen message's are shared). An
+ * answer that was not kept still splices in the JSON its messages write themselves (a feed page's
+ * changes, a history's records) rather than reflecting over all of it.
+ */
 export function responseJsonBytes(schema: DescMessage, message: Message): Buffer {
-  return messageJsonBytes(schema, message);
+  const encoded = message as Encoded;
+  if (encoded[ENCODINGS] !== undefined || encoded[JSON_WRITER] !== undefined) return messageJsonBytes(schema, message);
+  return Buffer.from(responseJson(schema, message));
 }
 
 /**
@@ -162,20 +168,33 @@ export function responseBinary(schema: DescMessage, message: Message): Uint8Arra
   return writer.finish();
 }
 
-/** The JSON form of a response, its message fields spliced in from their own JSON. */
+/**
+ * The JSON form of a response, its message fields spliced in from their own JSON (their writers,
+ * or their kept encodings), every member in field-number order as protobuf-es writes them.
+ */
 export function responseJson(schema: DescMessage, message: Message): string {
   const fields = messageFieldsOf(schema);
   if (fields.length === 0) return toJsonString(schema, message as never, JSON_WRITE);
   const rest = toJson(schema, withoutMessageFields(message, fields) as never, JSON_WRITE) as JsonObject;
   const parts: string[] = [];
-  for (const [key, value] of Object.entries(rest)) {
-    if (fields.some((field) => field.jsonName === key)) continue;
-    parts.push(`${JSON.stringify(key)}:${JSON.stringify(value)}`);
-  }
-  for (const field of fields) {
+  for (const field of fieldsByNumber(schema)) {
+    if (!fields.includes(field)) {
+      if (field.jsonName in rest) parts.push(`${JSON.stringify(field.jsonName)}:${JSON.stringify(rest[field.jsonName])}`);
+      continue;
+    }
     const elements = elementsOf(message, field).map((element) => messageJson(field.message as DescMessage, element));
     if (field.fieldKind === "list") parts.push(`${JSON.stringify(field.jsonName)}:[${elements.join(",")}]`);
     else if (elements.length === 1) parts.push(`${JSON.stringify(field.jsonName)}:${elements[0]}`);
   }
   return `{${parts.join(",")}}`;
+}
+
+const byNumber = new Map<DescMessage, readonly DescField[]>();
+function fieldsByNumber(schema: DescMessage): readonly DescField[] {
+  let fields = byNumber.get(schema);
+  if (fields === undefined) {
+    fields = [...schema.fields].sort((a, b) => a.number - b.number);
+    byNumber.set(schema, fields);
+  }
+  return fields;
 }
