@@ -41,11 +41,6 @@ export interface ActionChange extends LoggedChangeBase {
 /** One record of the change log. */
 export type LoggedChange = EntryChange | ActionChange;
 
-/** The versions a change is about, each right after it. */
-export function changedEntries(change: LoggedChange): readonly StoredEntry[] {
-  return "entries" in change ? change.entries : [change.entry];
-}
-
 export interface ChangePage {
   readonly changes: readonly LoggedChange[];
   /** The log's size when the page was read. */
