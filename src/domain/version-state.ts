@@ -258,3 +258,35 @@ export function withholdRemoved<T extends object>(entry: T, state: VersionState)
   for (const field of REMOVAL_WITHHELD_FIELDS) if (field in copy) copy[field] = WITHHELD_VALUES[field];
   return copy as T;
 }
+
+/** A mark as stored and served (a jsonb column, an Entry member): its members as text, `at` as `toISOString()` writes it. */
+export type StoredMark = Readonly<Record<string, string>>;
+
+/** Marks and the revocation as a version's row holds them. */
+export interface StoredMarks {
+  readonly deprecation: StoredMark | null;
+  readonly yank: StoredMark | null;
+  readonly quarantine: StoredMark | null;
+  readonly removal: StoredMark | null;
+  readonly revokedAt: Date | null;
+  readonly revocationReason: string | null;
+}
+
+const VERSION_MARK_MEMBERS = ["deprecation", "yank", "quarantine", "removal"] as const;
+
+export function storedMark(mark: { readonly at: Date }): StoredMark {
+  const value: Record<string, string> = {};
+  for (const [member, text] of Object.entries(mark)) value[member] = text instanceof Date ? text.toISOString() : String(text);
+  return Object.freeze(value);
+}
+
+/** A version's stored marks as the rules above see them. */
+export function stateOfStored(stored: StoredMarks): VersionState {
+  const state: Record<string, unknown> = {};
+  for (const member of VERSION_MARK_MEMBERS) {
+    const mark = stored[member];
+    if (mark !== null) state[member] = { ...mark, at: new Date(mark.at ?? 0) };
+  }
+  if (stored.revokedAt !== null) state.revocation = { revokedAt: stored.revokedAt, revocationReason: stored.revocationReason ?? "" };
+  return state as VersionState;
+}

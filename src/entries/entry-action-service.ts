@@ -24,6 +24,8 @@ import {
   applyLifecycle,
   applyModeration,
   REMOVAL_WITHHELD_FIELDS,
+  stateOfStored,
+  storedMark,
   WITHHELD_VALUES,
   type Archive,
   type VersionState,
@@ -185,7 +187,7 @@ interface Actor {
 function lifecycleOutcome(target: ActionTarget, request: ValidLifecycleRequest, actor: Actor): ActionOutcome {
   if (request.action === "archive" || request.action === "unarchive") {
     const archive = applyArchive(archiveOf(target.archive), { action: request.action, reason: request.reason, ...actor });
-    return { versions: [], ...(archive.changed ? { archive: archive.state === undefined ? null : markOf(archive.state) } : {}) };
+    return { versions: [], ...(archive.changed ? { archive: archive.state === undefined ? null : storedMark(archive.state) } : {}) };
   }
   const change = { action: request.action, reason: request.reason, replacement: request.replacement, ...actor };
   return outcomeOf(target, request, (state) => applyLifecycle(state, change));
@@ -207,7 +209,7 @@ function outcomeOf(
 ): ActionOutcome {
   const versions: { sequence: bigint; columns: VersionColumnChanges }[] = [];
   for (const entry of target.versions) {
-    const state = stateOf(entry);
+    const state = stateOfStored(entry);
     if (state.removal !== undefined && request.did.version === undefined) continue;
     const result = transition(state);
     if ("error" in result) throw new FailedPreconditionError(`${entry.entryDid}: ${result.error}`);
@@ -216,34 +218,16 @@ function outcomeOf(
   return { versions };
 }
 
-/** A stored version's marks as the pure rules see them. */
-function stateOf(entry: StoredEntry): VersionState {
-  const state: Record<string, unknown> = {};
-  for (const member of ["deprecation", "yank", "quarantine", "removal"] as const) {
-    const mark = entry[member];
-    if (mark !== null) state[member] = { ...mark, at: new Date(mark.at ?? 0) };
-  }
-  if (entry.revokedAt !== null) state.revocation = { revokedAt: entry.revokedAt, revocationReason: entry.revocationReason ?? "" };
-  return state as VersionState;
-}
-
 /** The columns that differ between two states, and a new removal's withheld fields. */
 function columnsOf(after: VersionState, before: VersionState): VersionColumnChanges {
   const columns: Record<string, unknown> = {};
   for (const member of ["deprecation", "yank", "quarantine", "removal"] as const) {
-    if (after[member] !== before[member]) columns[member] = after[member] === undefined ? null : markOf(after[member]);
+    if (after[member] !== before[member]) columns[member] = after[member] === undefined ? null : storedMark(after[member]);
   }
   if (after.removal !== undefined && before.removal === undefined) {
     for (const field of REMOVAL_WITHHELD_FIELDS) columns[field] = WITHHELD_VALUES[field];
   }
   return columns as VersionColumnChanges;
-}
-
-/** A mark as stored and served: its members as text, `at` as RFC 3339 with milliseconds. */
-function markOf(mark: { readonly at: Date }): MarkValue {
-  const value: Record<string, string> = {};
-  for (const [member, text] of Object.entries(mark as object)) value[member] = text instanceof Date ? text.toISOString() : String(text);
-  return Object.freeze(value);
 }
 
 function archiveOf(mark: MarkValue | null): Archive | undefined {

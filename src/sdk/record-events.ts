@@ -4,7 +4,7 @@ import { validateLifecycleRequest, validateModerationRequest } from "../domain/a
 import { parseEntryDid } from "../domain/entry-did.js";
 import type { MarkValue } from "../domain/entry-fields.js";
 import { emptyHistory, type FoldOptions, foldEvent, type NameEvent, type NameHistory } from "../domain/history-fold.js";
-import { statusOf, type Archive, type VersionState, WITHHELD_VALUES } from "../domain/version-state.js";
+import { statusOf, storedMark, type Archive, type VersionState, WITHHELD_VALUES } from "../domain/version-state.js";
 import { InvalidArgumentError } from "../errors.js";
 import { LogVerificationError, type LogRecord, recordEntries } from "./log-verifier.js";
 
@@ -97,10 +97,7 @@ export function stateMismatch(
 
 /** A mark as stored and served: its members as text, `at` as `toISOString()` writes it; null when absent. */
 export function markJson(mark: { readonly at: Date } | undefined): MarkValue | null {
-  if (mark === undefined) return null;
-  const value: Record<string, string> = {};
-  for (const [member, text] of Object.entries(mark)) value[member] = text instanceof Date ? text.toISOString() : String(text);
-  return Object.freeze(value);
+  return mark === undefined ? null : storedMark(mark);
 }
 
 /** A version's marks as the columns that hold them. */

@@ -38,7 +38,11 @@ export function createKnexMirrorStore(knex: Knex, sourceKey: string): MirrorStor
           .whereIn("base_did", baseDids)
           .orderBy("log_index");
         const records = new Map<string, Uint8Array[]>();
-        for (const row of rows) records.set(row.base_did, [...(records.get(row.base_did) ?? []), new Uint8Array(row.record)]);
+        for (const row of rows) {
+          const held = records.get(row.base_did) ?? [];
+          held.push(new Uint8Array(row.record));
+          records.set(row.base_did, held);
+        }
         return records;
       } catch (error) {
         throw translatedDriverError(error);
