@@ -30,11 +30,10 @@ export interface TransparencyService {
   consistency(fromSize: number, toSize: number): Promise<{ fromSize: number; toSize: number; proof: readonly Uint8Array[] }>;
   /** The last record about a versioned DID, proved against the latest checkpoint. */
   entryProof(did: string): Promise<InclusionAnswer & { checkpoint: SignedCheckpoint }>;
-  /**
-   * A page of the records about `did` (bare or versioned) after index `after`, proved against the
-   * checkpoint of `treeSize` (0: the latest).
-   */
-  history(did: string, after: number | undefined, treeSize: number): Promise<HistoryPage>;
+  /** The checkpoint of `treeSize` exactly (0: the latest), as a history's later pages ask for their first's. */
+  checkpointOf(treeSize: number): Promise<SignedCheckpoint>;
+  /** A page of the records about `did` (bare or versioned) after index `after`, proved against `checkpoint`. */
+  history(did: string, after: number | undefined, checkpoint: SignedCheckpoint): Promise<HistoryPage>;
 }
 
 /**
@@ -67,7 +66,6 @@ export function createTransparencyService(options: TransparencyServiceOptions): 
     return { index, treeSize: size, record: record!, proof: await inclusionProof(index, size, store, hasher) };
   }
 
-  /** The checkpoint of `treeSize` exactly, as a later page of a history asks for its first page's. */
   async function checkpointOf(treeSize: number): Promise<SignedCheckpoint> {
     checkCount(treeSize, "treeSize");
     const latest = await latestCheckpoint();
@@ -84,10 +82,11 @@ export function createTransparencyService(options: TransparencyServiceOptions): 
   return {
     latestCheckpoint,
     inclusion,
+    checkpointOf,
 
-    async history(did, after, treeSize) {
+    async history(did, after, checkpoint) {
       if (after !== undefined) checkCount(after, "after");
-      return readHistoryPage(store, hasher, did, after, await checkpointOf(treeSize));
+      return readHistoryPage(store, hasher, did, after, checkpoint);
     },
 
     async consistency(fromSize, toSize) {

@@ -1,8 +1,17 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { TransparencyService } from "../changes/transparency-service.js";
 import type { HistoryRecord as StoredHistoryRecord } from "../changes/history-pages.js";
-import { type HistoryRecord, HistoryRecordSchema, type TransparencyLogService } from "../../gen/registry/v1/transparency_log_service_pb.js";
-import { writeJsonWith } from "./rpc/reused-encodings.js";
+import {
+  GetEntryHistoryResponseSchema,
+  type HistoryRecord,
+  HistoryRecordSchema,
+  type TransparencyLogService,
+} from "../../gen/registry/v1/transparency_log_service_pb.js";
+import { createHistoryAnswers, type HistoryAnswers, historyPageKey } from "./history-answers.js";
+import { freezeWithEncodings, writeJsonWith } from "./rpc/reused-encodings.js";
+
+/** Memory for kept history pages: about fifty pages of 200 records. */
+const HISTORY_ANSWER_BYTES = 32 * 1024 * 1024;
 
 /** The log's published key, as GetLogKey answers it. */
 export interface PublishedLogKey {
@@ -15,6 +24,7 @@ export interface PublishedLogKey {
 export function createTransparencyLogServiceImpl(
   log: TransparencyService,
   key: PublishedLogKey,
+  pages: HistoryAnswers = createHistoryAnswers(HISTORY_ANSWER_BYTES),
 ): ServiceImpl<typeof TransparencyLogService> {
   return {
     async getCheckpoint() {
@@ -41,13 +51,20 @@ export function createTransparencyLogServiceImpl(
       };
     },
     async getEntryHistory(request) {
-      const page = await log.history(request.did, optionalNumber(request.after), Number(request.treeSize));
-      return {
+      const checkpoint = await log.checkpointOf(Number(request.treeSize));
+      const key = historyPageKey(request.did, request.after, checkpoint.size);
+      const kept = pages.find(key);
+      if (kept !== undefined) return kept;
+      const page = await log.history(request.did, optionalNumber(request.after), checkpoint);
+      const answer = freezeWithEncodings(GetEntryHistoryResponseSchema, {
+        $typeName: GetEntryHistoryResponseSchema.typeName,
         checkpoint: page.checkpoint.note,
         treeSize: BigInt(page.checkpoint.size),
         records: page.records.map(historyRecordMessage),
         nextAfter: optionalBigInt(page.nextAfter),
-      };
+      });
+      pages.keep(key, answer);
+      return answer;
     },
   };
 }

@@ -57,6 +57,24 @@ export function compress(encoding: Encoding, bytes: Uint8Array): Promise<Buffer>
   return encoding === "gzip" ? gzip(bytes) : brotli(bytes, BROTLI_OPTIONS);
 }
 
+/** By body: an answer sent again (a kept answer) is one bytes object, never written to, as for its ETag. */
+const compressedBodies = new WeakMap<Uint8Array, Partial<Record<Encoding, Promise<Buffer>>>>();
+
+/** `compress`, made once per body and coding: a kept history page costs milliseconds to compress. */
+export function compressOnce(encoding: Encoding, bytes: Uint8Array): Promise<Buffer> {
+  let forms = compressedBodies.get(bytes);
+  if (forms === undefined) compressedBodies.set(bytes, (forms = {}));
+  const made = forms[encoding];
+  if (made !== undefined) return made;
+  const making = compress(encoding, bytes);
+  forms[encoding] = making;
+  // A failed compression is not kept: the next answer tries again.
+  making.catch(() => {
+    if (forms[encoding] === making) delete forms[encoding];
+  });
+  return making;
+}
+
 export class DecompressionError extends Error {
   constructor(
     message: string,

@@ -1,5 +1,5 @@
 import { Code, ConnectError } from "@connectrpc/connect";
-import { compress, COMPRESS_MIN_BYTES, DecompressionError, isSupportedEncoding, type Encoding } from "./compression.js";
+import { compressOnce, COMPRESS_MIN_BYTES, DecompressionError, isSupportedEncoding, type Encoding } from "./compression.js";
 import { codedEntityTag } from "./http-caching.js";
 import { BodyTooLargeError, type HttpExchange, type ResponseHeaders } from "./http-exchange.js";
 import type { ErrorMapper } from "./rpc-context.js";
@@ -96,7 +96,7 @@ export async function sendBody(
   headers["content-type"] = contentType;
   headers.vary = "Accept-Encoding";
   if (encoding !== undefined && body.byteLength >= COMPRESS_MIN_BYTES) {
-    body = await compress(encoding, body);
+    body = await compressOnce(encoding, body);
     headers["content-encoding"] = encoding;
     if (typeof headers.etag === "string") headers.etag = codedEntityTag(headers.etag, encoding);
   }

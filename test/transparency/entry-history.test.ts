@@ -139,6 +139,25 @@ describe("GET /v1/entries/{did}/history", () => {
   );
 });
 
+describe("kept pages", () => {
+  it.each(PROTOCOLS)("answers a page again as it was, and the next checkpoint's page with the new records (%s)", async (protocol) => {
+    const name = `hist-kept-${protocol}`;
+    const did = encodeURIComponent(`did:reg:main:skill:${name}`);
+    await publish(name, "1.0.0");
+    await checkpointCoveringAll();
+    const first = await history(protocol, did);
+    expect(first.code, first.message).toBe("ok");
+    expect(await history(protocol, did)).toEqual(first);
+    await publish(name, "1.1.0");
+    await checkpointCoveringAll();
+    const next = await history(protocol, did);
+    expect(next.body.records.map((record: any) => JSON.parse(record.record).entry.version)).toEqual(["1.0.0", "1.1.0"]);
+    expect(Number(next.body.treeSize)).toBeGreaterThan(Number(first.body.treeSize));
+    // The first page is still the answer for its own checkpoint.
+    expect(await history(protocol, did, { treeSize: first.body.treeSize })).toEqual(first);
+  });
+});
+
 describe("the SDK's history()", () => {
   it("verifies on every transport and returns the parsed records", async () => {
     const clients = [

@@ -19,7 +19,6 @@ const JSON_WRITER = Symbol("json writer");
 /** The encodings of one frozen message, each made when first read. */
 export class Encodings {
   #binary: Buffer | undefined;
-  #json: string | undefined;
   #jsonBytes: Buffer | undefined;
 
   constructor(
@@ -34,13 +33,9 @@ export class Encodings {
     return (this.#binary ??= asBuffer(responseBinary(this.schema, this.message)));
   }
 
-  get json(): string {
-    return (this.#json ??= responseJson(this.schema, this.message));
-  }
-
   /** The JSON form as UTF-8 bytes; never to be written to. */
   get jsonBytes(): Buffer {
-    return (this.#jsonBytes ??= Buffer.from(this.json));
+    return (this.#jsonBytes ??= freshJsonBytes(this.schema, this.message));
   }
 }
 
@@ -74,35 +69,37 @@ export function writeJsonWith<M extends Message>(message: M, write: (message: M)
   return message;
 }
 
-/** The JSON text of a message: from its encodings or its own writer when it has them, else by reflection. */
+/** The JSON text of a message: from its own writer when it has one, else from its bytes or by reflection. */
 export function messageJson(schema: DescMessage, message: Message): string {
   const encoded = message as Encoded;
-  const encodings = encoded[ENCODINGS];
-  if (encodings !== undefined) return encodings.json;
   const writer = encoded[JSON_WRITER];
   if (writer !== undefined) return writer(message as never);
+  const encodings = encoded[ENCODINGS];
+  if (encodings !== undefined) return encodings.jsonBytes.toString("utf8");
   return toJsonString(schema, message as never, JSON_WRITE);
 }
 
-/** The JSON of a message as UTF-8 bytes; never to be written to (a frozen message's are shared). */
-export function messageJsonBytes(schema: DescMessage, message: Message): Buffer {
-  return encodingsOf(message)?.jsonBytes ?? Buffer.from(messageJson(schema, message));
+/**
+ * The JSON answer as UTF-8 bytes; never to be written to (a frozen message's are shared). Its
+ * messages' JSON is spliced in, from their writers or kept encodings, rather than reflected over.
+ */
+export function responseJsonBytes(schema: DescMessage, message: Message): Buffer {
+  return encodingsOf(message)?.jsonBytes ?? freshJsonBytes(schema, message);
 }
+
+/** The JSON bytes made anew: by the message's own writer when it has one. */
+function freshJsonBytes(schema: DescMessage, message: Message): Buffer {
+  const writer = (message as Encoded)[JSON_WRITER];
+  if (writer !== undefined) return Buffer.from(writer(message as never));
+  return Buffer.concat(jsonChunks(schema, message));
+}
+
+/** A message's JSON as UTF-8 bytes; never to be written to (a frozen message's are shared). */
+export const messageJsonBytes = responseJsonBytes;
 
 /** The binary answer as bytes; never to be written to (a frozen message's are shared). */
 export function responseBinaryBytes(schema: DescMessage, message: Message): Buffer {
   return encodingsOf(message)?.binary ?? asBuffer(responseBinary(schema, message));
-}
-
-/**
- * The JSON answer as UTF-8 bytes; never to be written to (a frozen message's are shared). An
- * answer that was not kept still splices in the JSON its messages write themselves (a feed page's
- * changes, a history's records) rather than reflecting over all of it.
- */
-export function responseJsonBytes(schema: DescMessage, message: Message): Buffer {
-  const encoded = message as Encoded;
-  if (encoded[ENCODINGS] !== undefined || encoded[JSON_WRITER] !== undefined) return messageJsonBytes(schema, message);
-  return Buffer.from(responseJson(schema, message));
 }
 
 /**
@@ -168,25 +165,46 @@ export function responseBinary(schema: DescMessage, message: Message): Uint8Arra
   return writer.finish();
 }
 
+const COMMA = Buffer.from(",");
+
 /**
- * The JSON form of a response, its message fields spliced in from their own JSON (their writers,
- * or their kept encodings), every member in field-number order as protobuf-es writes them.
+ * The JSON form of a message as UTF-8 chunks, its message fields spliced in from their own JSON
+ * (their writers, or their kept encodings), every member in field-number order as protobuf-es
+ * writes them. Chunks, not one string: a page of records as one string costs several times its
+ * parts' encoding once it is flattened and encoded (docs/performance.md#encoding-answers).
  */
-export function responseJson(schema: DescMessage, message: Message): string {
+function jsonChunks(schema: DescMessage, message: Message): Buffer[] {
   const fields = messageFieldsOf(schema);
-  if (fields.length === 0) return toJsonString(schema, message as never, JSON_WRITE);
+  if (fields.length === 0) return [Buffer.from(toJsonString(schema, message as never, JSON_WRITE))];
   const rest = toJson(schema, withoutMessageFields(message, fields) as never, JSON_WRITE) as JsonObject;
-  const parts: string[] = [];
+  const chunks: Buffer[] = [];
+  let text = "{";
+  const member = (name: string) => {
+    text += `${text === "{" ? "" : ","}${JSON.stringify(name)}:`;
+  };
   for (const field of fieldsByNumber(schema)) {
     if (!fields.includes(field)) {
-      if (field.jsonName in rest) parts.push(`${JSON.stringify(field.jsonName)}:${JSON.stringify(rest[field.jsonName])}`);
+      if (field.jsonName in rest) {
+        member(field.jsonName);
+        text += JSON.stringify(rest[field.jsonName]);
+      }
       continue;
     }
-    const elements = elementsOf(message, field).map((element) => messageJson(field.message as DescMessage, element));
-    if (field.fieldKind === "list") parts.push(`${JSON.stringify(field.jsonName)}:[${elements.join(",")}]`);
-    else if (elements.length === 1) parts.push(`${JSON.stringify(field.jsonName)}:${elements[0]}`);
+    const elements = elementsOf(message, field);
+    const list = field.fieldKind === "list";
+    if (!list && elements.length === 0) continue;
+    member(field.jsonName);
+    if (list) text += "[";
+    elements.forEach((element, i) => {
+      if (i === 0) chunks.push(Buffer.from(text));
+      else chunks.push(COMMA);
+      chunks.push(messageJsonBytes(field.message as DescMessage, element));
+      text = "";
+    });
+    if (list) text += "]";
   }
-  return `{${parts.join(",")}}`;
+  chunks.push(Buffer.from(`${text}}`));
+  return chunks;
 }
 
 const byNumber = new Map<DescMessage, readonly DescField[]>();
