@@ -1,15 +1,15 @@
 import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
 import { compress, COMPRESS_MIN_BYTES, negotiateEncoding, type Encoding } from "../../transport/compression.js";
 import { answerConditionally, codedEntityTag } from "../../transport/http-caching.js";
 import type { HttpExchange, ResponseHeaders } from "../../transport/http-exchange.js";
 import { openApiText } from "./openapi-document.js";
+import { RENDERER_FILES, rendererDirectory } from "./renderer-files.js";
 
 /**
- * GET /openapi.json, and a reference page at /docs rendered by swagger-ui-dist from this
- * server's own copy: the page loads nothing from anywhere else, and no other site may frame it
+ * GET /openapi.json, and a reference page at /docs rendered by Swagger UI from this server's own
+ * copy (renderer-files.ts): the page loads nothing from anywhere else, and no other site may frame it
  * (its Content-Security-Policy says both to the browser).
  */
 export interface ApiDocs {
@@ -48,22 +48,15 @@ const HTML_HEADERS: Readonly<ResponseHeaders> = Object.freeze({
 });
 
 export function createApiDocs(document: JsonObject): ApiDocs {
-  const rendererDir = dirname(createRequire(import.meta.url).resolve("swagger-ui-dist/package.json"));
   const documentBytes = Buffer.from(openApiText(document));
-  const fromRenderer = (file: string) => () => readFile(join(rendererDir, file));
   const assets = new Map<string, Asset>([
     ["/openapi.json", { contentType: "application/json", cacheControl: REVALIDATE, load: async () => documentBytes }],
     ["/docs", { contentType: "text/html; charset=utf-8", cacheControl: REVALIDATE, load: async () => Buffer.from(PAGE) }],
     ["/docs/init.js", { contentType: "text/javascript; charset=utf-8", cacheControl: REVALIDATE, load: async () => Buffer.from(INIT) }],
-    [
-      "/docs/swagger-ui.css",
-      { contentType: "text/css; charset=utf-8", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("swagger-ui.css") },
-    ],
-    [
-      "/docs/swagger-ui-bundle.js",
-      { contentType: "text/javascript; charset=utf-8", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("swagger-ui-bundle.js") },
-    ],
-    ["/docs/favicon-32x32.png", { contentType: "image/png", cacheControl: RENDERER_MAX_AGE, load: fromRenderer("favicon-32x32.png") }],
+    ...Object.entries(RENDERER_FILES).map(([file, contentType]): [string, Asset] => [
+      `/docs/${file}`,
+      { contentType, cacheControl: RENDERER_MAX_AGE, load: async () => readFile(join(rendererDirectory(), file)) },
+    ]),
   ]);
   const loaded = new Map<string, Promise<LoadedAsset>>();
 
