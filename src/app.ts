@@ -6,6 +6,7 @@ import { createTokenIssuer } from "./auth/token-issuer.js";
 import { createAdminCredentialVerifier, generateAdminCredential, type AdminCredentialVerifier } from "./auth/admin-credential.js";
 import { createRootTokenAdmin } from "./auth/root-token-admin.js";
 import { ConfigError, type RegistryConfig } from "./config.js";
+import { importOptionalPackage } from "./optional-packages.js";
 import { createEntryActionService } from "./entries/entry-action-service.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
@@ -372,7 +373,11 @@ function readRouterOptions(replicaCount: number, logger: Logger, metrics: Regist
  */
 async function openTracing(config: RegistryConfig, logger: Logger): Promise<Tracing | undefined> {
   if (config.otlpTracesEndpoint === undefined) return undefined;
-  const { startTracing } = await import("./observability/tracing.js");
+  const { startTracing } = await importOptionalPackage(
+    "@opentelemetry/exporter-trace-otlp-http",
+    "tracing (an OTLP endpoint)",
+    () => import("./observability/tracing.js"),
+  );
   return startTracing({
     endpoint: config.otlpTracesEndpoint,
     serviceName: config.otelServiceName,
@@ -444,10 +449,12 @@ async function openRateLimiter(config: RegistryConfig, database: Database, logge
   if (Object.keys(policies).length === 0) return undefined;
   let store: BucketStore;
   if (config.redisUrl !== "") {
-    store = await createRedisBucketStore({
-      url: config.redisUrl,
-      onError: (error) => logger.error("rate-limit Redis connection trouble", describeError(error)),
-    });
+    store = await importOptionalPackage("redis", "REDIS_URL", () =>
+      createRedisBucketStore({
+        url: config.redisUrl,
+        onError: (error) => logger.error("rate-limit Redis connection trouble", describeError(error)),
+      }),
+    );
   } else if (database.kind === "postgres") {
     store = createPostgresBucketStore(database.knex);
   } else {
