@@ -1,5 +1,5 @@
-// The process entry point of the `registry` command: compiled to dist/ for `npm start`, and run
-// from the sources by bin/registry.js.
+// The process entry point of the `registry` command: compiled to dist/ for bin/registry.js and
+// `npm start`, and run from the sources by bin/registry-dev.js.
 import { inspect } from "node:util";
 import { main } from "./main.js";
 import { terminalLines } from "./terminal-text.js";

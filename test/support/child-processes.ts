@@ -6,8 +6,8 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config.js";
 
-/** The project's own CLI entry, run as a real process (through tsx, as `npm start` does). */
-export const REGISTRY_BIN = fileURLToPath(new URL("../../bin/registry.js", import.meta.url));
+/** The project's own CLI, run as a real process from the sources (through tsx), so tests need no build. */
+export const REGISTRY_BIN = fileURLToPath(new URL("../../bin/registry-dev.js", import.meta.url));
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /**
@@ -61,7 +61,7 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Runs `node bin/registry.js ...args` to completion; never rejects on a non-zero exit. */
+/** Runs `node bin/registry-dev.js ...args` to completion; never rejects on a non-zero exit. */
 export function runCli(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     execFile(
@@ -88,7 +88,7 @@ export interface ServerProcess {
   stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }>;
 }
 
-/** Starts `node bin/registry.js serve ...args` on `port` and waits until /healthz answers 200. */
+/** Starts `node bin/registry-dev.js serve ...args` on `port` and waits until /healthz answers 200. */
 export async function startServerProcess(
   args: readonly string[],
   port: number,
