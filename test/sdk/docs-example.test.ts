@@ -30,9 +30,9 @@ afterAll(async () => {
 it("docs/sdk.md's example runs as written against a registry", async () => {
   const docs = await readFile(new URL("docs/sdk.md", root), "utf8");
   const example = /```js\n([\s\S]*?)```/.exec(docs)?.[1];
-  expect(example).toContain('from "open-registry/sdk"');
+  expect(example).toContain('from "@open-registry/sdk"');
   // The package's dist/ may not be built; the example runs on the Node entry's source instead.
-  const source = example!.replace('"open-registry/sdk"', JSON.stringify(new URL("src/sdk/node.ts", root).href));
+  const source = example!.replace('"@open-registry/sdk"', JSON.stringify(new URL("src/sdk/node.ts", root).href));
   await writeFile(join(workDir, "publish.mjs"), source);
 
   const key = await generateKeyPair();
