@@ -2,7 +2,8 @@
 // Builds the SDK package (@open-registry/sdk) from src/sdk, what it imports, gen/ and proto/, and
 // packs it with npm. Its package.json is packages/sdk/package.json plus what is derived here: the
 // version and engines of the root package, and as dependencies exactly the packages the compiled
-// files import, at the root package.json's ranges, so the SDK never declares a server dependency.
+// files import, at the root package.json's ranges (dependencies, else devDependencies), so the SDK
+// never declares a server dependency.
 //
 //   node bin/pack-sdk.js [--pack-destination DIR]   (npm run pack:sdk; DIR defaults to packages/sdk/build)
 //
@@ -68,12 +69,15 @@ function importedPackages(dist) {
   return [...packages].sort();
 }
 
-/** The SDK's dependencies: each imported package at the root package.json's range. */
+/**
+ * The SDK's dependencies: each imported package at the root package.json's range. A package only
+ * the SDK uses may sit in the root's devDependencies, where the server's install leaves it out.
+ */
 function dependenciesOf(dist, rootPackage) {
   const dependencies = {};
   for (const name of importedPackages(dist)) {
-    const range = rootPackage.dependencies?.[name];
-    if (range === undefined) throw new Error(`the SDK imports ${name}, which is not in the root package.json's dependencies`);
+    const range = rootPackage.dependencies?.[name] ?? rootPackage.devDependencies?.[name];
+    if (range === undefined) throw new Error(`the SDK imports ${name}, which the root package.json does not list`);
     dependencies[name] = range;
   }
   return dependencies;
