@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { join } from "node:path";
 import { ScalarType, type DescMessage } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { roleAllRoutes } from "../../src/edge/openapi/committed-openapi-document.js";
@@ -7,6 +8,7 @@ import type { RestRoute } from "../../src/edge/rest-transcoder.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 import { temporaryDirectory } from "../support/child-processes.js";
 import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
+import { signLifecycle } from "../../src/sdk/signing.js";
 
 /** The OpenAPI document against the route table it is built from, and against a running server. */
 
@@ -157,7 +159,11 @@ describe("the document and the route table", () => {
     }
     expect(checked).toBeGreaterThan(0);
     expect(document.components.schemas["registry.v1.Entry"].properties.sequence.type).toBe("string");
-    expect(document.components.schemas["registry.v1.Entry"].properties.data).toEqual({ type: "object", description: "Any JSON object." });
+    expect(document.components.schemas["registry.v1.Entry"].properties.data).toEqual({
+      type: "object",
+      additionalProperties: true,
+      description: "Any JSON object.",
+    });
   });
 });
 
@@ -243,6 +249,174 @@ describe("the document against the running server", () => {
     } finally {
       await auth.close();
     }
+  });
+});
+
+/**
+ * What is wrong with `value` under `schema`, in the document's subset of JSON Schema. A member the
+ * schema does not list is wrong too, unless `open` (a part of an allOf, whose whole lists it).
+ */
+function schemaProblems(value: unknown, schema: any, path = "$", open = false): string[] {
+  if (schema.$ref !== undefined) return schemaProblems(value, resolveRef(schema.$ref), path, open);
+  if (schema.allOf !== undefined) {
+    const parts = schema.allOf.map((part: any) => (part.$ref === undefined ? part : resolveRef(part.$ref)));
+    const listed = new Set(parts.flatMap((part: any) => Object.keys(part.properties ?? {})));
+    const unlisted = hasJsonType(value, "object") ? Object.keys(value as object).filter((name) => !listed.has(name)) : [];
+    return [
+      ...parts.flatMap((part: any) => schemaProblems(value, part, path, true)),
+      ...unlisted.map((name) => `${path}.${name}: is not in the schema`),
+    ];
+  }
+  if (schema.anyOf !== undefined) {
+    const fits = schema.anyOf.some((part: any) => schemaProblems(value, part, path).length === 0);
+    return fits ? [] : [`${path}: fits none of its anyOf schemas`];
+  }
+  const types: string[] = schema.type === undefined ? [] : [schema.type].flat();
+  if (types.length > 0 && !types.some((type) => hasJsonType(value, type)))
+    return [`${path}: ${JSON.stringify(value)} is not ${types.join(" or ")}`];
+  const problems: string[] = [];
+  if (schema.const !== undefined && value !== schema.const) problems.push(`${path}: is not ${JSON.stringify(schema.const)}`);
+  if (schema.enum !== undefined && !schema.enum.includes(value)) problems.push(`${path}: ${JSON.stringify(value)} is not one of its enum`);
+  if (typeof value === "string" && schema.pattern !== undefined && !new RegExp(schema.pattern, "u").test(value)) {
+    problems.push(`${path}: ${JSON.stringify(value)} does not match ${schema.pattern}`);
+  }
+  if (Array.isArray(value) && schema.items !== undefined) {
+    for (const [index, item] of value.entries()) problems.push(...schemaProblems(item, schema.items, `${path}[${index}]`));
+  }
+  if (hasJsonType(value, "object")) {
+    const object = value as Record<string, unknown>;
+    for (const name of schema.required ?? []) if (!(name in object)) problems.push(`${path}.${name}: is required, and missing`);
+    for (const [name, member] of Object.entries(object)) {
+      const memberSchema = schema.properties?.[name] ?? schema.additionalProperties;
+      if (memberSchema === undefined && schema.properties !== undefined && !open) problems.push(`${path}.${name}: is not in the schema`);
+      else if (typeof memberSchema === "object") problems.push(...schemaProblems(member, memberSchema, `${path}.${name}`));
+    }
+  }
+  return problems;
+}
+
+function hasJsonType(value: unknown, type: string): boolean {
+  if (type === "integer") return Number.isInteger(value);
+  if (type === "array") return Array.isArray(value);
+  if (type === "null") return value === null;
+  if (type === "object") return typeof value === "object" && value !== null && !Array.isArray(value);
+  return typeof value === type;
+}
+
+describe("answers against the document", () => {
+  /** Calls a route and checks the answer's status is documented and its body fits the status's schema. */
+  async function checkedCall(method: string, template: string, path: string, init: { body?: unknown; authorization?: string } = {}) {
+    const headers: Record<string, string> = {};
+    if (init.body !== undefined) headers["content-type"] = "application/json";
+    if (init.authorization !== undefined) headers.authorization = `Bearer ${init.authorization}`;
+    const response = await fetch(registry.url + path, {
+      method,
+      headers,
+      body: init.body === undefined ? undefined : JSON.stringify(init.body),
+    });
+    const body = (await response.json()) as any;
+    const name = `${method} ${path} (${response.status})`;
+    let documented = document.paths[template]?.[method.toLowerCase()]?.responses?.[String(response.status)];
+    expect(documented, name).toBeDefined();
+    if (documented.$ref !== undefined) documented = resolveRef(documented.$ref);
+    expect(schemaProblems(body, documented.content["application/json"].schema), name).toEqual([]);
+    return { status: response.status, headers: response.headers, body };
+  }
+
+  it("each required member is in every answer, each enum holds every value, and nothing undocumented appears", async () => {
+    const name = "openapi-answers";
+    const bare = `did:reg:main:skill:${name}`;
+    const v1 = `${bare}@1.0.0`;
+    const enc = encodeURIComponent;
+    const created = await checkedCall("POST", "/v1/entries", "/v1/entries", {
+      body: await publisher.entry(name, "1.0.0", { data: { license: "MIT", nested: { depth: [1, 2] } } }),
+      authorization: token,
+    });
+    expect(created.status).toBe(201);
+    await checkedCall("POST", "/v1/entries", "/v1/entries", {
+      body: await publisher.entry(name, "1.1.0", { description: "", tags: [], data: {}, bondAmount: "" }),
+      authorization: token,
+    });
+    await checkedCall("GET", "/v1/entries/{did}", `/v1/entries/${enc(bare)}`);
+    await checkedCall("GET", "/v1/entries/{did}", `/v1/entries/${enc(v1)}`);
+    await checkedCall("GET", "/v1/entries/{did}/versions", `/v1/entries/${enc(bare)}/versions`);
+    const issuedAt = new Date().toISOString();
+    const signature = await signLifecycle(
+      { subject: v1, action: "deprecate", reason: "old", by: publisher.did, issuedAt },
+      publisher.keys.privateKey,
+    );
+    const deprecated = await checkedCall("POST", "/v1/entries/{did}/lifecycle", `/v1/entries/${enc(v1)}/lifecycle`, {
+      body: { action: "deprecate", reason: "old", issuedAt, signature },
+      authorization: token,
+    });
+    expect(deprecated.body.entries[0].status).toBe("deprecated");
+    const revoked = await checkedCall("DELETE", "/v1/entries/{did}", `/v1/entries/${enc(v1)}`, {
+      body: await publisher.revocation(v1, "withdrawn"),
+      authorization: token,
+    });
+    expect(revoked.body.entries[0].revokedAt).toBeDefined();
+    await checkedCall("POST", "/v1/discover", "/v1/discover", {
+      body: { conditions: [{ field: "status", op: "IN", value: ["active", "revoked"] }], limit: 1 },
+    });
+    await checkedCall("POST", "/v1/discover/ql", "/v1/discover/ql", {
+      body: { query: "SELECT entry_did, data.nested FROM entries", limit: 1 },
+    });
+    await checkedCall("POST", "/v1/tokens", "/v1/tokens", {
+      body: { scopes: ["registry.publish.skill"] },
+      authorization: await registry.rootToken(publisher.did, ["registry.publish.skill"]),
+    });
+    await checkedCall("GET", "/.well-known/jwks.json", "/.well-known/jwks.json");
+
+    const credential = (await readFile(join(dataDir.path, "admin-credential"), "utf8")).trim();
+    const root = await checkedCall("POST", "/v1/admin/root-tokens", "/v1/admin/root-tokens", {
+      body: { subject: publisher.did, scopes: ["registry.publish.skill"] },
+      authorization: credential,
+    });
+    const id = root.body.rootToken.id;
+    await checkedCall("DELETE", "/v1/admin/root-tokens/{id}", `/v1/admin/root-tokens/${id}`, { authorization: credential });
+    await checkedCall("GET", "/v1/admin/root-tokens", "/v1/admin/root-tokens", { authorization: credential });
+
+    await checkedCall("GET", "/v1/changes", "/v1/changes");
+    let treeSize = 0;
+    for (let tries = 0; treeSize < 4 && tries < 100; tries++) {
+      treeSize = Number((await checkedCall("GET", "/v1/log/checkpoint", "/v1/log/checkpoint")).body.treeSize);
+      if (treeSize < 4) await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(treeSize).toBeGreaterThanOrEqual(4);
+    await checkedCall("GET", "/v1/log/key", "/v1/log/key");
+    await checkedCall("GET", "/v1/log/proofs/inclusion", `/v1/log/proofs/inclusion?index=1&treeSize=${treeSize}`);
+    await checkedCall("GET", "/v1/log/proofs/consistency", `/v1/log/proofs/consistency?fromSize=1&toSize=${treeSize}`);
+    await checkedCall("GET", "/v1/log/entries/{did}", `/v1/log/entries/${enc(v1)}`);
+    await checkedCall("GET", "/v1/entries/{did}/history", `/v1/entries/${enc(bare)}/history`);
+
+    // Errors fit the error body too.
+    await checkedCall("GET", "/v1/entries/{did}", `/v1/entries/${enc(`${bare}@9.9.9`)}`);
+    await checkedCall("POST", "/v1/entries", "/v1/entries", { body: { entry: 1 }, authorization: token });
+    await checkedCall("POST", "/v1/entries", "/v1/entries", { body: {} });
+  });
+
+  it("documents the 405 a path answers to a method it has no route for, with its Allow header", async () => {
+    const path = `/v1/entries/${encodeURIComponent(DID)}/versions`;
+    const response = await fetch(registry.url + path, { method: "PUT" });
+    expect(response.status).toBe(405);
+    expect(response.headers.get("allow")).toBe("GET");
+    const documented = resolveRef(document.paths["/v1/entries/{did}/versions"].get.responses["405"].$ref) as any;
+    expect(documented.headers.Allow.required).toBe(true);
+    expect(schemaProblems(await response.json(), documented.content["application/json"].schema)).toEqual([]);
+    for (const { key, operation } of operations(document)) expect(operation.responses["405"], key).toBeDefined();
+  });
+
+  it("leaves server-set fields out of requests, and requires what the protos mark REQUIRED", () => {
+    const answer = document.components.schemas["registry.v1.Entry"];
+    const request = document.components.schemas["registry.v1.EntryInput"];
+    const readOnly = Object.keys(answer.properties).filter((name) => answer.properties[name].readOnly === true);
+    expect(readOnly).toEqual(expect.arrayContaining(["sequence", "status", "isLatest", "revokedAt"]));
+    for (const name of readOnly) expect(request.properties[name], name).toBeUndefined();
+    expect(request.required).toEqual(expect.arrayContaining(["entryDid", "signature"]));
+    expect(answer.properties.status.enum).toContain("revoked");
+    expect(document.paths["/v1/entries"].post.requestBody.content["application/json"].schema.$ref).toBe(
+      "#/components/schemas/registry.v1.EntryInput",
+    );
   });
 });
 

@@ -3,11 +3,18 @@ import type { PathTemplate } from "../path-template.js";
 import type { RestRoute } from "../rest-transcoder.js";
 import { bearerSchemeOf, isRateLimited } from "../method-policies.js";
 import { CODE_NAMES } from "../../transport/status-codes.js";
+import { isAlwaysAnswered, isOutputOnly, isRequiredInRequests } from "./field-behavior.js";
+import { fieldValues } from "./field-values.js";
 
 /**
  * The OpenAPI 3.1 description of the REST routes, built from the same route table (and so the
  * same descriptors) the transcoder serves: a route, field or status cannot change in one without
  * the other. Schemas follow the proto3 JSON mapping the transcoder speaks.
+ *
+ * A message has two forms. Its answer form, under its own name, lists as `required` every field
+ * each answer carries and marks the fields the server sets (OUTPUT_ONLY) `readOnly`. Its request
+ * form leaves those fields out and requires the REQUIRED ones; a method's request message has
+ * only this form and keeps its name, any other message's is named `<name>Input`.
  */
 
 export interface OpenApiDocumentOptions {
@@ -28,6 +35,7 @@ const ERROR_RESPONSES: Record<string, string> = {
   "401": "unauthenticated: the bearer credential is missing, malformed, expired or unknown.",
   "403": "permission_denied: the credential lacks the scope, or the entry belongs to another publisher.",
   "404": "not_found: nothing exists at this path.",
+  "405": "unimplemented: the path exists, but not with the method sent; Allow names the methods it has.",
   "409": "already_exists: this resource was created before (also if since revoked).",
   "413": "resource_exhausted: the body is larger than the server accepts (MAX_BODY_BYTES).",
   "415": "unimplemented: the body's Content-Encoding is not gzip or br.",
@@ -38,7 +46,7 @@ const ERROR_RESPONSES: Record<string, string> = {
 };
 
 export function createOpenApiDocument(options: OpenApiDocumentOptions): JsonObject {
-  const schemas = new SchemaCollector();
+  const schemas = new SchemaCollector(new Set(options.routes.map((route) => route.target.method.input.typeName)));
   const paths: Record<string, Record<string, JsonValue>> = {};
   for (const route of options.routes) {
     const path = openApiPath(route.template);
@@ -54,8 +62,11 @@ export function createOpenApiDocument(options: OpenApiDocumentOptions): JsonObje
       summary: "Signed, versioned skill and agent entries.",
       description:
         "The REST/JSON mapping of the registry's gRPC services (registry.v1.RegistryService, auth.v1.TokenService, auth.v1.AdminService), " +
-        "generated from their protos' google.api.http annotations. JSON follows the proto3 JSON mapping: camelCase names, " +
-        "64-bit integers as strings, every field present in responses. The same methods are served over gRPC, gRPC-Web and Connect.",
+        "generated from their protos' google.api.http and google.api.field_behavior annotations. JSON follows the proto3 JSON mapping: " +
+        "camelCase names, 64-bit integers as strings. Answers carry every field a schema lists as required, at its default too; " +
+        "the others (messages, optional fields) only when set. readOnly fields are set by the server and left out of requests. " +
+        "A path answers a method it has no operation for with 405 and an Allow header. " +
+        "The same methods are served over gRPC, gRPC-Web and Connect.",
       license: { name: "Apache-2.0", identifier: "Apache-2.0" },
     },
     servers: [{ url: "/", description: "This server." }],
@@ -138,8 +149,8 @@ function queryParameters(route: RestRoute, pathFields: ReadonlySet<string>, sche
     .map((field) => ({
       name: field.jsonName,
       in: "query",
-      required: false,
-      schema: schemas.fieldSchema(field),
+      required: isRequiredInRequests(field),
+      schema: schemas.fieldSchema(field, "request"),
       ...(field.fieldKind === "list" ? { style: "form", explode: true } : {}),
     }));
 }
@@ -147,17 +158,20 @@ function queryParameters(route: RestRoute, pathFields: ReadonlySet<string>, sche
 function requestBodyOf(route: RestRoute, pathFields: ReadonlySet<string>, schemas: SchemaCollector): JsonObject | undefined {
   if (route.body === "") return undefined;
   const input = route.target.method.input;
+  const topLevelPathFields = topLevelFields(pathFields);
   let schema: JsonValue;
   if (route.body !== "*") {
     const field = input.fields.find((candidate) => candidate.name === route.body);
-    schema = field === undefined ? {} : schemas.fieldSchema(field);
+    schema = field === undefined ? {} : schemas.fieldSchema(field, "request");
   } else if (pathFields.size === 0) {
-    schema = schemas.messageRef(input);
+    schema = schemas.messageRef(input, "request");
   } else {
     // The path names the resource; the body carries the rest of the request.
-    schema = schemas.messageSchema(input, topLevelFields(pathFields));
+    schema = schemas.messageSchema(input, "request", topLevelPathFields);
   }
-  return { required: route.body !== "*", content: { "application/json": { schema } } };
+  // A body that is one field is that field; a whole-request body is needed when it carries a REQUIRED field.
+  const required = route.body !== "*" || input.fields.some((field) => !topLevelPathFields.has(field.name) && isRequiredInRequests(field));
+  return { required, content: { "application/json": { schema } } };
 }
 
 function responsesOf(route: RestRoute, schemas: SchemaCollector): JsonObject {
@@ -178,7 +192,7 @@ function responsesOf(route: RestRoute, schemas: SchemaCollector): JsonObject {
     [String(route.successStatus)]: {
       description: route.successStatus === 201 ? "Created." : "OK.",
       headers,
-      content: { "application/json": { schema: schemas.messageRef(output) } },
+      content: { "application/json": { schema: schemas.messageRef(output, "answer") } },
     },
   };
   if (route.httpMethod === "GET") responses["304"] = { description: "Not Modified: If-None-Match named the current ETag." };
@@ -188,14 +202,16 @@ function responsesOf(route: RestRoute, schemas: SchemaCollector): JsonObject {
 
 /**
  * The error statuses a route can answer, from what the route is: every route can be sent a bad
- * request and meet a failing database; a path variable names something that may not exist; a
- * body can be too large or in an unknown coding; a credential can be refused; a create can find
- * its resource already there; a limited route can be limited.
+ * request and meet a failing database, and its path a method it has no route for (405); a path
+ * variable names something that may not exist; a body can be too large or in an unknown coding;
+ * a credential can be refused; a create can find its resource already there; a limited route can
+ * be limited.
  */
 function errorStatusesOf(route: RestRoute): string[] {
   const statuses = ["400"];
   if (bearerSchemeOf(route.target.method) !== undefined) statuses.push("401", "403");
   if (route.template.variables.length > 0) statuses.push("404");
+  statuses.push("405");
   if (route.successStatus === 201) statuses.push("409");
   if (route.body !== "") statuses.push("413", "415");
   if (isRateLimited(route.target.method)) statuses.push("429");
@@ -209,6 +225,9 @@ function errorResponses(routes: readonly RestRoute[]): Record<string, JsonValue>
   for (const [status, description] of Object.entries(ERROR_RESPONSES)) {
     if (!used.has(status)) continue;
     const headers: JsonObject = { "Cache-Control": { description: "Always no-store.", schema: { type: "string", const: "no-store" } } };
+    if (status === "405") {
+      headers.Allow = { description: "The methods the path has, comma-separated.", required: true, schema: { type: "string" } };
+    }
     if (status === "429") {
       headers["Retry-After"] = {
         description: "Seconds until a retry can succeed.",
@@ -252,7 +271,7 @@ function errorBodySchemas(detailTypes: readonly DescMessage[], schemas: SchemaCo
         required: ["@type"],
         properties: { "@type": { type: "string", const: `type.googleapis.com/${type.typeName}` } },
       },
-      schemas.messageRef(type),
+      schemas.messageRef(type, "answer"),
     ],
   }));
   return {
@@ -310,7 +329,7 @@ function sortedObject<T>(object: Record<string, T>): Record<string, T> {
 
 /** The JSON form of the well-known types that have a special one (the proto3 JSON mapping). */
 const WELL_KNOWN: Record<string, JsonObject> = {
-  "google.protobuf.Struct": { type: "object", description: "Any JSON object." },
+  "google.protobuf.Struct": { type: "object", additionalProperties: true, description: "Any JSON object." },
   "google.protobuf.Value": { description: "Any JSON value." },
   "google.protobuf.ListValue": { type: "array", description: "Any JSON array.", items: {} },
   "google.protobuf.Timestamp": { type: "string", format: "date-time" },
@@ -333,60 +352,87 @@ const WELL_KNOWN: Record<string, JsonObject> = {
   "google.protobuf.BytesValue": { type: ["string", "null"], contentEncoding: "base64" },
 };
 
-/** Builds field and message schemas, collecting each referenced message once under components. */
+/** Which side of a call a schema describes: what a client sends, or what the server answers. */
+type Form = "request" | "answer";
+
+/** Builds field and message schemas, collecting each referenced message form once under components. */
 class SchemaCollector {
   private readonly schemas = new Map<string, JsonValue>();
+  /** The message and form each schema name was given to, so that no two share one. */
+  private readonly owners = new Map<string, string>();
+
+  /** @param requestMessages the methods' request messages: their request form keeps their name. */
+  constructor(private readonly requestMessages: ReadonlySet<string>) {}
 
   collected(): Record<string, JsonValue> {
     return Object.fromEntries(this.schemas);
   }
 
-  messageRef(message: DescMessage): JsonObject {
+  messageRef(message: DescMessage, form: Form): JsonObject {
     const wellKnown = WELL_KNOWN[message.typeName];
     if (wellKnown !== undefined) return wellKnown;
-    if (!this.schemas.has(message.typeName)) {
-      this.schemas.set(message.typeName, {});
-      this.schemas.set(message.typeName, this.messageSchema(message, new Set()));
+    const name = form === "request" && !this.requestMessages.has(message.typeName) ? `${message.typeName}Input` : message.typeName;
+    const owner = `${message.typeName} (${form})`;
+    const named = this.owners.get(name);
+    if (named === undefined) {
+      this.owners.set(name, owner);
+      this.schemas.set(name, {});
+      this.schemas.set(name, this.messageSchema(message, form, new Set()));
+    } else if (named !== owner) {
+      throw new Error(`the schema name ${name} would describe both ${named} and ${owner}`);
     }
-    return { $ref: `#/components/schemas/${message.typeName}` };
+    return { $ref: `#/components/schemas/${name}` };
   }
 
-  /** A message as a JSON object, less the fields named in `omit`. */
-  messageSchema(message: DescMessage, omit: ReadonlySet<string>): JsonObject {
+  /** A message as a JSON object in one form, less the fields named in `omit`. */
+  messageSchema(message: DescMessage, form: Form, omit: ReadonlySet<string>): JsonObject {
     const properties: JsonObject = {};
+    const required: string[] = [];
     for (const field of message.fields) {
-      if (!omit.has(field.name)) properties[field.jsonName] = this.fieldSchema(field);
+      if (omit.has(field.name) || (form === "request" && isOutputOnly(field))) continue;
+      const schema = this.fieldSchema(field, form);
+      properties[field.jsonName] = form === "answer" && isOutputOnly(field) ? { ...(schema as JsonObject), readOnly: true } : schema;
+      if (form === "answer" ? isAlwaysAnswered(field) : isRequiredInRequests(field)) required.push(field.jsonName);
     }
-    return { type: "object", properties };
+    return required.length === 0 ? { type: "object", properties } : { type: "object", required, properties };
   }
 
-  fieldSchema(field: DescField): JsonValue {
+  fieldSchema(field: DescField, form: Form): JsonValue {
     switch (field.fieldKind) {
       case "list":
         return {
           type: "array",
-          items: this.singularSchema(field.listKind === "message" ? field.message : field.listKind === "enum" ? field.enum : field.scalar),
+          items: this.singularSchema(
+            field.listKind === "message" ? field.message : field.listKind === "enum" ? field.enum : field.scalar,
+            field,
+            form,
+          ),
         };
       case "map":
         return {
           type: "object",
           additionalProperties: this.singularSchema(
             field.mapKind === "message" ? field.message : field.mapKind === "enum" ? field.enum : field.scalar,
+            field,
+            form,
           ),
         };
       case "message":
-        return this.singularSchema(field.message);
+        return this.singularSchema(field.message, field, form);
       case "enum":
-        return this.singularSchema(field.enum);
+        return this.singularSchema(field.enum, field, form);
       case "scalar":
-        return this.singularSchema(field.scalar);
+        return this.singularSchema(field.scalar, field, form);
     }
   }
 
-  private singularSchema(type: DescMessage | DescEnum | ScalarType): JsonObject {
-    if (typeof type === "number") return scalarSchema(type);
+  private singularSchema(type: DescMessage | DescEnum | ScalarType, field: DescField, form: Form): JsonObject {
+    if (typeof type === "number") {
+      const values = type === ScalarType.STRING ? fieldValues(field) : undefined;
+      return values === undefined ? scalarSchema(type) : { type: "string", enum: [...values] };
+    }
     if (type.kind === "enum") return { type: "string", enum: type.values.map((value) => value.name) };
-    return this.messageRef(type);
+    return this.messageRef(type, form);
   }
 }
 
