@@ -1,10 +1,11 @@
-import { open, readFile, rm } from "node:fs/promises";
-import { join } from "node:path";
 import knexFactory, { type Knex } from "knex";
 import type { PGlite } from "@electric-sql/pglite";
 import type pg from "pg";
 import { ensurePrivateDataDirectory, makeDataDirectoryContentsPrivate } from "./data-directory.js";
+import { lockDataDirectory } from "./data-directory-lock.js";
 import { migrationSource } from "./migrations/index.js";
+
+export { DatabaseInUseError } from "./data-directory-lock.js";
 
 export interface DatabaseOptions {
   /** A postgres:// URL; when absent the embedded PGlite database in `dataDir` is used. */
@@ -148,43 +149,10 @@ async function withPrivateFiles(dataDir: string, create: () => Promise<PGlite>):
   return pglite;
 }
 
-export class DatabaseInUseError extends Error {}
-
-/**
- * PGlite is one process's database: a second process opening the same directory would corrupt
- * it. A lock file holding the owner's pid turns that into a clear error; a lock left by a process
- * that no longer runs is taken over.
- */
+/** The embedded database's directory, made private and locked to this process (data-directory-lock.ts). */
 async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
   await ensurePrivateDataDirectory(dataDir);
-  const lockPath = join(dataDir, "registry.lock");
-  for (let attempt = 0; attempt < 2; attempt++) {
-    try {
-      const handle = await open(lockPath, "wx", 0o600);
-      await handle.writeFile(String(process.pid));
-      await handle.close();
-      return () => rm(lockPath, { force: true });
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-      const owner = Number((await readFile(lockPath, "utf8").catch(() => "")).trim());
-      if (Number.isInteger(owner) && owner > 0 && isRunning(owner)) {
-        throw new DatabaseInUseError(
-          `the embedded database in ${dataDir} is in use by process ${owner}; stop it first, or point both at a Postgres server with DATABASE_URL`,
-        );
-      }
-      await rm(lockPath, { force: true });
-    }
-  }
-  throw new DatabaseInUseError(`cannot lock the embedded database in ${dataDir}`);
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
+  return lockDataDirectory(dataDir);
 }
 
 function wrap(knex: Knex, kind: Database["kind"], url: string | undefined, close: () => Promise<void>): Database {
