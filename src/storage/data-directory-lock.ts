@@ -197,18 +197,18 @@ function inUse(dataDir: string, holder: LockHolder, reason: string): DatabaseInU
   );
 }
 
-let self: Promise<LockHolder> | undefined;
+let identity: Promise<LockHolder> | undefined;
 
 /** This process, as its lock names it. */
 function thisProcess(): Promise<LockHolder> {
-  self ??= (async () => ({
+  identity ??= (async () => ({
     pid: process.pid,
     hostname: hostname(),
     bootId: (await readFile("/proc/sys/kernel/random/boot_id", "utf8").catch(() => undefined))?.trim(),
     pidNamespace: await readlink("/proc/self/ns/pid").catch(() => undefined),
     startTicks: await startTicksOf("self"),
   }))();
-  return self.then((holder) => ({ ...holder, since: new Date().toISOString() }));
+  return identity.then((holder) => ({ ...holder, since: new Date().toISOString() }));
 }
 
 /** Field 22 of /proc/<pid>/stat, counted after the command name (which may hold spaces and parentheses). */
