@@ -34,11 +34,16 @@ export function historyJson(history: VerifiedHistory): unknown {
   return {
     checkpoint: history.checkpoint.note,
     treeSize: String(history.checkpoint.treeSize),
-    records: history.records.map((record) => ({
-      index: String(record.index),
-      kind: record.kind,
-      record: new TextDecoder().decode(record.bytes),
-      inclusionProof: record.inclusionProof.map((hash) => Buffer.from(hash).toString("base64")),
-    })),
+    records: history.records.map(historyRecordJson),
+  };
+}
+
+/** One record as the API's HistoryRecord: int64 index as a string, the record's exact text, base64 proof hashes. */
+export function historyRecordJson(record: VerifiedHistoryRecord) {
+  return {
+    index: String(record.index),
+    kind: record.kind,
+    record: new TextDecoder().decode(record.bytes),
+    inclusionProof: record.inclusionProof.map((hash) => Buffer.from(hash).toString("base64")),
   };
 }

@@ -95,7 +95,8 @@ async function listCommand(args: string[], config: RootTokenCommandConfig, io: R
   if (values.help === true) return printUsage(io);
   const records = await withRootTokens(config, verboseIo(values, io), (admin) => admin.list());
   if (values.json === true) {
-    for (const record of records) io.stdout(`${JSON.stringify(jsonOf(record))}\n`);
+    // ListRootTokensResponse's JSON: the list named rootTokens, an unset revokedAt left out.
+    io.stdout(`${JSON.stringify({ rootTokens: records.map(jsonOf) }, null, 2)}\n`);
   } else {
     io.stdout(table(records));
   }
@@ -206,7 +207,7 @@ function jsonOf(record: RootTokenRecord) {
     scopes: record.scopes,
     description: record.description,
     createdAt: record.createdAt.toISOString(),
-    revokedAt: record.revokedAt?.toISOString() ?? null,
+    ...(record.revokedAt ? { revokedAt: record.revokedAt.toISOString() } : {}),
   };
 }
 

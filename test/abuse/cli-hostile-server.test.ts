@@ -164,7 +164,7 @@ describe("a hostile registry's answers", { timeout: CLI_MS }, () => {
     expect(row![1]).toContain("\\n  publisher   did:key:forged");
     expect(JSON.parse(row![1]!)).toEqual({ [HOSTILE.lineFeed]: HOSTILE_TEXT });
     const rowsJson = await cli(["query", "SELECT entry_did FROM entries", "--json"]);
-    expect(JSON.parse(rowsJson.stdout).rows).toEqual([{ [HOSTILE.tab]: HOSTILE_TEXT, data: { [HOSTILE.lineFeed]: HOSTILE_TEXT } }]);
+    expect(JSON.parse(rowsJson.stdout).entries).toEqual([{ [HOSTILE.tab]: HOSTILE_TEXT, data: { [HOSTILE.lineFeed]: HOSTILE_TEXT } }]);
   });
 
   it("login shows the token's subject and scopes escaped on one line", async () => {

@@ -102,7 +102,7 @@ describe("an entry whose description and data carry terminal controls", { timeou
     expect(row![2]).toContain("\\n  publisher   did:key:forged");
     expect(JSON.parse(row![2]!)).toEqual({ note: HOSTILE_TEXT });
     const json = await cli(["query", ql, "--json"]);
-    expect(JSON.parse(json.stdout).rows).toEqual([{ entryDid: did, description: HOSTILE_TEXT, data: { note: HOSTILE_TEXT } }]);
+    expect(JSON.parse(json.stdout).entries).toEqual([{ entryDid: did, description: HOSTILE_TEXT, data: { note: HOSTILE_TEXT } }]);
   });
 
   it("a hostile revocation reason shows escaped in resolve and verify, and exactly in --json", async () => {
@@ -174,7 +174,7 @@ it(
       expect(rows.filter((row) => row.endsWith(VISIBLE_TEXT))).toHaveLength(1);
       expect(rows.filter((row) => row.includes("did:key:forged"))).toHaveLength(1);
       const json = await cli(["root-token", "list", "--json"], env);
-      expect(linesOf(json.stdout).map((line) => JSON.parse(line).description)).toContain(HOSTILE_TEXT);
+      expect(JSON.parse(json.stdout).rootTokens.map((record: { description: string }) => record.description)).toContain(HOSTILE_TEXT);
     } finally {
       await dataDir?.remove();
     }

@@ -144,24 +144,35 @@ describe("the publisher's flow", { timeout: CLI_CASE_MS }, () => {
   it("discovers across pages with --all, stops at --limit, and reports progress when asked", async () => {
     const all = await cli(["discover", "--tag", name, "--page-size", "1", "--all", "--json", "--progress"]);
     expect(all.code, all.stderr).toBe(0);
-    const body = JSON.parse(all.stdout) as { entries: { version: string }[]; total: number; more: boolean };
+    const body = JSON.parse(all.stdout) as { entries: { version: string }[]; total: number };
     expect(body.entries.map((entry) => entry.version)).toEqual(["1.2.0", "1.1.0", "1.0.0"]);
-    expect(body).toMatchObject({ total: 3, totalIsLowerBound: false, more: false });
+    expect(body).toMatchObject({ total: 3, totalIsLowerBound: false });
+    // As the API answers the last page: no nextCursor once nothing is left.
+    expect(Object.keys(body).sort()).toEqual(["entries", "total", "totalIsLowerBound"]);
     expect(all.stderr).toBe("fetched 1 (1 page)\nfetched 2 (2 pages)\nfetched 3 (3 pages)\n");
 
     const limited = await cli(["discover", "--type", "skill", "--where", `tags CONTAINS ${name}`, "--limit", "2", "--json"]);
     expect(limited.code, limited.stderr).toBe(0);
-    expect(JSON.parse(limited.stdout)).toMatchObject({ more: true, entries: [{ version: "1.2.0" }, { version: "1.1.0" }] });
+    const first = JSON.parse(limited.stdout) as { entries: { version: string }[]; nextCursor: string };
+    expect(first.entries.map((entry) => entry.version)).toEqual(["1.2.0", "1.1.0"]);
+    expect(first.nextCursor).toEqual(expect.any(String));
     expect(limited.stderr).toBe("");
+
+    // --limit asks only for what it shows, so nextCursor resumes right after the last result shown.
+    const rest = await cli(["discover", "--type", "skill", "--where", `tags CONTAINS ${name}`, "--cursor", first.nextCursor, "--json"]);
+    expect(rest.code, rest.stderr).toBe(0);
+    const second = JSON.parse(rest.stdout) as { entries: { version: string }[]; nextCursor?: string };
+    expect(second.entries.map((entry) => entry.version)).toEqual(["1.0.0"]);
+    expect(second.nextCursor).toBeUndefined();
   });
 
   it("queries across pages with --all", async () => {
     const ql = `SELECT entry_did, version FROM entries WHERE name = '${name}' ORDER BY version ASC`;
     const result = await cli(["query", ql, "--page-size", "2", "--all", "--json"]);
     expect(result.code, result.stderr).toBe(0);
+    // QueryEntriesResponse's names: the rows are `entries`, and no nextCursor after the last page.
     expect(JSON.parse(result.stdout)).toEqual({
-      rows: ["1.0.0", "1.1.0", "1.2.0"].map((version) => ({ entryDid: `${did}@${version}`, version })),
-      more: false,
+      entries: ["1.0.0", "1.1.0", "1.2.0"].map((version) => ({ entryDid: `${did}@${version}`, version })),
     });
     const human = await cli(["query", ql, "--limit", "1"]);
     expect(human.stdout).toBe(`${did}@1.0.0\t1.0.0\n`);
@@ -170,7 +181,7 @@ describe("the publisher's flow", { timeout: CLI_CASE_MS }, () => {
   it("revokes a version with a reason starting with '-', after which resolve shows it revoked and discover hides it", async () => {
     const revoked = await cli(["revoke", `${did}@1.2.0`, "--reason", "-x: superseded", "--key", keyText, "--json"]);
     expect(revoked.code, revoked.stderr).toBe(0);
-    expect(JSON.parse(revoked.stdout)).toMatchObject({ revoked: [{ entryDid: `${did}@1.2.0`, status: "revoked" }] });
+    expect(JSON.parse(revoked.stdout)).toEqual({ entries: [expect.objectContaining({ entryDid: `${did}@1.2.0`, status: "revoked" })] });
 
     const resolved = await cli(["resolve", `${did}@1.2.0`]);
     expect(resolved.code, resolved.stderr).toBe(0);

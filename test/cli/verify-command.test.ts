@@ -108,13 +108,18 @@ describe("registry verify", () => {
   it("proves the latest version of a bare DID, and says when the key was not pinned", async () => {
     const result = await cli(["verify", "did:reg:main:skill:verify-me", "--json"]);
     expect(result.code, result.stderr).toBe(0);
-    expect(JSON.parse(result.stdout)).toMatchObject({
+    const verified = JSON.parse(result.stdout);
+    // The API's names: entryDid, the record as GetEntryHistory's HistoryRecord, GetLogKey's verifierKey.
+    expect(verified).toMatchObject({
       verified: true,
-      did: published.entryDid,
+      entryDid: published.entryDid,
       pinned: false,
-      logKey,
-      record: { entry: { signature: published.signature } },
+      verifierKey: logKey,
+      kind: "entry.created",
     });
+    expect(JSON.parse(verified.record)).toMatchObject({ entry: { signature: published.signature } });
+    expect(verified.index).toMatch(/^\d+$/);
+    expect(verified.treeSize).toMatch(/^\d+$/);
     expect(result.stderr).toContain("pin it with --log-key or REGISTRY_LOG_KEY");
   });
 

@@ -178,8 +178,8 @@ describe.each(fixtureReleases())("the database of release %s, upgraded", (releas
     for (const [i, result] of results.entries()) {
       expect(result.code, `${sample[i]}: ${result.stderr}`).toBe(0);
       const verified = JSON.parse(result.stdout) as Json;
-      expect(verified).toMatchObject({ verified: true, pinned: true, logKey: fixture.logKey.verifierKey });
-      expect(Number(verified.index), sample[i]).toBe(lastRecordAbout(fixture, verified.did));
+      expect(verified).toMatchObject({ verified: true, pinned: true, verifierKey: fixture.logKey.verifierKey });
+      expect(Number(verified.index), sample[i]).toBe(lastRecordAbout(fixture, verified.entryDid));
     }
   });
 

@@ -44,7 +44,7 @@ export function registerDiscoverCommand(program: Command, context: CliContext): 
         const conditions = conditionsOf(options);
         let total = 0;
         let totalIsLowerBound = false;
-        const { items, more } = await collectPages(
+        const { items, nextCursor } = await collectPages(
           async (cursor, pageSize) => {
             const page = await client.discoverPage({ entryType: options.type, conditions, pageSize, cursor });
             total = page.total;
@@ -55,14 +55,14 @@ export function registerDiscoverCommand(program: Command, context: CliContext): 
           context,
         );
         if (json) {
-          printJson({ entries: items.map(entryJson), total, totalIsLowerBound, more });
+          printJson({ entries: items.map(entryJson), total, totalIsLowerBound, nextCursor });
           return;
         }
         for (const entry of items) context.stdout`${entry.entryDid}\t${statusName(entry.status)}\t${entry.description}\n`;
         if (items.length === 0 && !conditions.some(namesLifecycle)) {
           context.stderr("no active entries match (revoked entries are hidden: --include-revoked shows them)\n");
         }
-        if (more) context.stderr`${total}${totalIsLowerBound ? "+" : ""} match; --all or --limit <n> to see more\n`;
+        if (nextCursor !== undefined) context.stderr`${total}${totalIsLowerBound ? "+" : ""} match; --all or --limit <n> to see more\n`;
       });
     });
 }

@@ -19,7 +19,7 @@ export function registerQueryCommand(program: Command, context: CliContext): voi
     .action(async (ql: string, options: ClientOptions & ListingOptions) => {
       const { runClientCommand } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
-        const { items, more } = await collectPages(
+        const { items, nextCursor } = await collectPages(
           async (cursor, pageSize) => {
             const page = await client.queryPage(ql, { cursor, pageSize });
             return { items: page.rows, nextCursor: page.nextCursor };
@@ -28,11 +28,12 @@ export function registerQueryCommand(program: Command, context: CliContext): voi
           context,
         );
         if (json) {
-          printJson({ rows: items, more });
+          // QueryEntriesResponse's names: the rows are its `entries`.
+          printJson({ entries: items, nextCursor });
           return;
         }
         for (const row of items) context.stdout(rowLine(row));
-        if (more) context.stderr("more rows match; --all or --limit <n> to see them\n");
+        if (nextCursor !== undefined) context.stderr("more rows match; --all or --limit <n> to see them\n");
       });
     });
 }

@@ -29,7 +29,7 @@ export function registerRevokeCommand(program: Command, context: CliContext): vo
       const key = await signingKeyOf(options.key, context);
       const token = await accessTokenFor(context, registry, client, `registry.publish.${entryType}`);
       const revoked = await client.revoke(did, { reason: options.reason, key, token });
-      if (json) printJson({ revoked: revoked.map(entryJson) });
+      if (json) printJson({ entries: revoked.map(entryJson) });
       else for (const entry of revoked) context.stdout`revoked ${entry.entryDid}\n`;
     });
   });

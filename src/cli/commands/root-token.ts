@@ -33,7 +33,7 @@ export function registerRootTokenCommand(program: Command, context: CliContext):
   group
     .command("list")
     .description("list the root tokens (id, subject, scopes; never the tokens)")
-    .option("--json", "one JSON object per line")
+    .option("--json", 'print {"rootTokens": [...]}, as GET /v1/admin/root-tokens answers')
     .option("--verbose", VERBOSE_HELP)
     .action(async (options: { json?: boolean; verbose?: boolean }) => {
       context.exitCode = await run(["list", ...(options.json === true ? ["--json"] : []), ...verbose(options)], context);

@@ -32,7 +32,7 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
     .action(async (did: string, options: VerifyOptions) => {
       const { runClientCommand } = await import("../client-command.js");
       const { provedServedEntry } = await import("../verified-history.js");
-      const { historyJson, historyLines } = await import("../history-lines.js");
+      const { historyRecordJson, historyLines } = await import("../history-lines.js");
       const { belongsToHistory, historySubject, recordSubject } = await import("../../domain/record-subject.js");
       const { recordEntries } = await import("../../sdk/log-verifier.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
@@ -50,19 +50,18 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
         if (!history.pinned)
           context.stderr`registry: the log key came from the server itself; pin it with --log-key or REGISTRY_LOG_KEY:\n  ${history.logKey}\n`;
         if (json) {
+          // The API's names: the newest record as a HistoryRecord, the checkpoint as GetEntryHistory
+          // answers it, the key as GetLogKey's verifierKey.
           printJson({
             verified: true,
-            did: versioned,
-            index: record.index,
-            kind: record.kind,
-            treeSize: checkpoint.treeSize,
+            entryDid: versioned,
+            ...historyRecordJson(newest),
+            checkpoint: checkpoint.note,
+            treeSize: String(checkpoint.treeSize),
             origin: checkpoint.origin,
-            logKey: history.logKey,
+            verifierKey: history.logKey,
             pinned: history.pinned,
-            record,
-            ...(options.history === true
-              ? { history: (historyJson({ checkpoint, records: timeline }) as { records: unknown }).records }
-              : {}),
+            ...(options.history === true ? { history: timeline.map(historyRecordJson) } : {}),
           });
           return;
         }
