@@ -16,8 +16,14 @@ const TRANSPORTS: readonly NodeTransportKind[] = ["connect", "connect-binary", "
  * loads the SDK: registering the commands must not, so `registry serve` starts without it.
  */
 export function withClientOptions(command: Command): Command {
+  return withRegistryOptions(command).addOption(
+    new Option("--transport <protocol>", "the protocol to speak").choices(TRANSPORTS).default("connect"),
+  );
+}
+
+/** Adds --registry and --json: for the commands about a registry that do not call it (whoami, logout). */
+export function withRegistryOptions(command: Command): Command {
   return command
     .option("--registry <url>", "the registry's URL (default: REGISTRY_URL, else http://127.0.0.1:$PORT, 8080 without PORT)")
-    .option("--json", "print a JSON document on stdout (errors as JSON on stderr)")
-    .addOption(new Option("--transport <protocol>", "the protocol to speak").choices(TRANSPORTS).default("connect"));
+    .option("--json", "print a JSON document on stdout (errors as JSON on stderr)");
 }

@@ -1,4 +1,4 @@
-import { chmod, mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, rename, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { RegistryClient } from "../sdk/registry-client.js";
 import { configDirectory, type CliContext } from "./cli-context.js";
@@ -10,6 +10,8 @@ export interface CachedAccessToken {
   /** RFC 3339, as the registry answered. */
   readonly expiresAt: string;
   readonly scopes: readonly string[];
+  /** The DID the token speaks for, as the registry answered (absent from files written before it was kept). */
+  readonly subject?: string;
 }
 
 /** What the CLI keeps for one registry: the root token and the access tokens exchanged for it. */
@@ -42,6 +44,23 @@ export async function readCredentials(context: CliContext, registry: string): Pr
 export async function saveCredentials(context: CliContext, registry: string, credentials: RegistryCredentials): Promise<void> {
   const file = await readCredentialsFile(context);
   file.registries[registry] = credentials;
+  await writeCredentialsFile(context, file);
+}
+
+/**
+ * Forgets what is kept for `registry`; false when nothing was. The file goes once it holds no
+ * registry, so no root token is left behind on disk.
+ */
+export async function removeCredentials(context: CliContext, registry: string): Promise<boolean> {
+  const file = await readCredentialsFile(context);
+  if (file.registries[registry] === undefined) return false;
+  delete file.registries[registry];
+  if (Object.keys(file.registries).length === 0) await rm(credentialsPath(context), { force: true });
+  else await writeCredentialsFile(context, file);
+  return true;
+}
+
+async function writeCredentialsFile(context: CliContext, file: CredentialsFile): Promise<void> {
   const directory = configDirectory(context);
   await mkdir(directory, { recursive: true, mode: 0o700 });
   await chmod(directory, 0o700);
@@ -52,24 +71,39 @@ export async function saveCredentials(context: CliContext, registry: string, cre
   await rename(temporary, path);
 }
 
+/** What a kept token keeps of the registry's answer to an exchange: all of it. */
+export function cachedToken(issued: { accessToken: string; expiresAt: string; scopes: string[]; subject: string }): CachedAccessToken {
+  return { accessToken: issued.accessToken, expiresAt: issued.expiresAt, scopes: issued.scopes, subject: issued.subject };
+}
+
 /**
  * An access token carrying `scope` for a write: a cached one that is not near expiry, else a new one
- * exchanged with the cached root token through the SDK (and cached). Exit code 4 when there is no
- * login for this registry.
+ * exchanged with the cached root token through the SDK (and cached). Without a login for this
+ * registry, REGISTRY_ROOT_TOKEN is exchanged for one, used for this command and not kept. Exit
+ * code 4 when there is neither.
  */
 export async function accessTokenFor(context: CliContext, registry: string, client: RegistryClient, scope: string): Promise<string> {
   const credentials = await readCredentials(context, registry);
   if (credentials === undefined) {
-    throw new CliFailure(`not logged in to ${registry}: run "registry login --registry ${registry}" first`, EXIT.auth);
+    const rootToken = context.env.REGISTRY_ROOT_TOKEN?.trim();
+    if (rootToken) return (await client.issueToken(rootToken, { scopes: [scope] })).accessToken;
+    throw new CliFailure(
+      `not logged in to ${registry}: run "registry login --registry ${registry}" first, or set REGISTRY_ROOT_TOKEN`,
+      EXIT.auth,
+    );
   }
   const now = Date.now();
-  const fresh = credentials.accessTokens.filter((token) => Date.parse(token.expiresAt) - EXPIRY_MARGIN_MS > now);
+  const fresh = credentials.accessTokens.filter((token) => isFresh(token, now));
   const usable = fresh.find((token) => token.scopes.some((held) => covers(held, scope)));
   if (usable !== undefined) return usable.accessToken;
   const issued = await client.issueToken(credentials.rootToken, { scopes: [scope] });
-  const cached = { accessToken: issued.accessToken, expiresAt: issued.expiresAt, scopes: issued.scopes };
-  await saveCredentials(context, registry, { rootToken: credentials.rootToken, accessTokens: [...fresh, cached] });
+  await saveCredentials(context, registry, { rootToken: credentials.rootToken, accessTokens: [...fresh, cachedToken(issued)] });
   return issued.accessToken;
+}
+
+/** Whether a kept token is good for a write that starts at `now`: not within a minute of its expiry. */
+export function isFresh(token: CachedAccessToken, now: number): boolean {
+  return Date.parse(token.expiresAt) - EXPIRY_MARGIN_MS > now;
 }
 
 /** Whether a token holding `held` may do what `needed` allows (registry.publish.* covers every type). */

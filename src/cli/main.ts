@@ -4,12 +4,14 @@ import { Command, CommanderError } from "commander";
 import { ConfigError } from "../config.js";
 import { DatabaseInUseError } from "../storage/database.js";
 import type { CliContext } from "./cli-context.js";
+import { registerCompletionCommand } from "./commands/completion.js";
 import { registerDiscoverCommand } from "./commands/discover.js";
 import { registerEntryActionCommands } from "./commands/entry-actions.js";
 import { registerHistoryCommand } from "./commands/history.js";
 import { registerIssuerKeyCommand } from "./commands/issuer-key.js";
 import { registerKeyCommand } from "./commands/key.js";
 import { registerLoginCommand } from "./commands/login.js";
+import { registerLogoutCommand } from "./commands/logout.js";
 import { registerMigrateCommand } from "./commands/migrate.js";
 import { registerPublishCommand } from "./commands/publish.js";
 import { registerQueryCommand } from "./commands/query.js";
@@ -22,6 +24,7 @@ import { registerServeCommand } from "./commands/serve.js";
 import { registerSignCommand } from "./commands/sign.js";
 import { registerVersionsCommand } from "./commands/versions.js";
 import { registerWaitCommand } from "./commands/wait.js";
+import { registerWhoamiCommand } from "./commands/whoami.js";
 import { EXIT, EXIT_CODES_HELP } from "./exit-codes.js";
 import { createTerminalWriter } from "./terminal-writer.js";
 
@@ -59,6 +62,8 @@ function createProgram(context: CliContext): Command {
   registerKeyCommand(program, context);
   registerSignCommand(program, context);
   registerLoginCommand(program, context);
+  registerWhoamiCommand(program, context);
+  registerLogoutCommand(program, context);
   registerPublishCommand(program, context);
   registerResolveCommand(program, context);
   registerVerifyCommand(program, context);
@@ -70,6 +75,7 @@ function createProgram(context: CliContext): Command {
   registerDiscoverCommand(program, context);
   registerQueryCommand(program, context);
   registerWaitCommand(program, context);
+  registerCompletionCommand(program, context);
   return program;
 }
 

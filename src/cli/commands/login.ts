@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import type { CliContext } from "../cli-context.js";
 import { withClientOptions, type ClientOptions } from "../client-options.js";
-import { credentialsPath, saveCredentials } from "../credentials-store.js";
+import { cachedToken, credentialsPath, saveCredentials } from "../credentials-store.js";
 import { CliFailure, EXIT } from "../exit-codes.js";
 
 interface LoginOptions extends ClientOptions {
@@ -35,10 +35,7 @@ export function registerLoginCommand(program: Command, context: CliContext): voi
           .map((scope) => scope.trim())
           .filter((scope) => scope !== "");
         const issued = await client.issueToken(rootToken, { scopes });
-        await saveCredentials(context, registry, {
-          rootToken,
-          accessTokens: [{ accessToken: issued.accessToken, expiresAt: issued.expiresAt, scopes: issued.scopes }],
-        });
+        await saveCredentials(context, registry, { rootToken, accessTokens: [cachedToken(issued)] });
         const file = credentialsPath(context);
         if (json) {
           printJson({ registry, subject: issued.subject, scopes: issued.scopes, expiresAt: issued.expiresAt, credentialsFile: file });

@@ -12,6 +12,7 @@ import { signingKeyOf, SIGNING_KEY_HELP } from "../signing-key.js";
 interface PublishOptions extends ClientOptions {
   readonly content?: string;
   readonly key?: string;
+  readonly dryRun?: boolean;
 }
 
 /** `registry publish <manifest>`: fills in what can be computed, signs and publishes an entry. */
@@ -19,17 +20,29 @@ export function registerPublishCommand(program: Command, context: CliContext): v
   withClientOptions(
     program
       .command("publish")
-      .description("sign and publish an entry, with the access token of `registry login`")
+      .description("sign and publish an entry, with the access token of `registry login` (else REGISTRY_ROOT_TOKEN)")
       .argument("<manifest>", "a JSON file with the entry's fields, or a directory holding registry.json")
       .option("--content <file|dir>", "compute contentHash from this file, or directory (see docs/cli.md for how)")
-      .option("--key <key>", SIGNING_KEY_HELP),
+      .option("--key <key>", SIGNING_KEY_HELP)
+      .option("--dry-run", "check the entry against the registry's rules and sign it, print the signed entry, and send nothing"),
   )
-    .addHelpText("after", "\npublishedAt is set to now (to the second) when the manifest has none, and publisherDid to the key's DID.")
+    .addHelpText(
+      "after",
+      "\npublishedAt is set to now (to the second) when the manifest has none, and publisherDid to the key's DID.\n" +
+        "--dry-run needs no login and no registry: whether the registry takes the entry type, and whether the\n" +
+        "name and version are free, only publishing says.",
+    )
     .action(async (manifest: string, options: PublishOptions) => {
       const { entryJson, runClientCommand } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, registry, json, printJson }) => {
         const key = await signingKeyOf(options.key, context);
         const entry = await entryOfManifest(manifest, options.content, key.did);
+        if (options.dryRun === true) {
+          const { dryRunEntry } = await import("../publish-dry-run.js");
+          printJson(await dryRunEntry(entry, key));
+          if (!json) context.stderr`dry run: ${entry.entryDid} is valid and signed; nothing was sent\n`;
+          return;
+        }
         const token = await accessTokenFor(context, registry, client, `registry.publish.${entry.entryType}`);
         const stored = await client.publish(entry, { key, token });
         if (json) printJson(entryJson(stored));
