@@ -11,6 +11,8 @@ import { createKnexMirrorStore } from "../storage/knex-mirror-store.js";
 import { nodeMerkleHasher } from "../transparency/node-merkle-hasher.js";
 import type { CliContext } from "./cli-context.js";
 import { EXIT } from "./exit-codes.js";
+import { reportingMirrorProgress } from "./mirror-progress.js";
+import { createProgressLine } from "./progress-line.js";
 
 export type RunMirrorOptions = {
   readonly from: string;
@@ -49,9 +51,11 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
   try {
     await migrateToLatest(database);
     const logKey = await pinnedLogKey(options, source, context);
+    // On a terminal, stderr shows how far each catch-up has come.
+    const progress = createProgressLine(context);
+    const watched = reportingMirrorProgress(source, createKnexMirrorStore(database.knex, logKey), progress);
     const mirror = createLogMirror({
-      source,
-      store: createKnexMirrorStore(database.knex, logKey),
+      ...watched,
       logKey: parseLogKey(logKey),
       hasher: nodeMerkleHasher,
       batch: settings.batch,
@@ -59,7 +63,8 @@ export async function runMirror(options: RunMirrorOptions, context: CliContext):
       ...(options.moderator === undefined ? {} : { moderators: options.moderator }),
     });
     for (;;) {
-      report(await mirror.catchUp(), options, context);
+      const step = await mirror.catchUp().finally(() => progress.end());
+      report(step, options, context);
       if (options.once || stopping.signal.aborted) return EXIT.ok;
       await sleep(interval, undefined, { signal: stopping.signal }).catch(() => undefined);
       if (stopping.signal.aborted) return EXIT.ok;

@@ -29,17 +29,28 @@ const SETTLE_MS = 750;
  * are the only DIDs whose moderation is accepted; otherwise the signed log vouches for them. A
  * change of the last second is served before the checkpoint holds it, so a disagreement is looked
  * at again for about two seconds before it is reported: exit 6 naming the member that differs.
+ * `progress` hears each step as it starts.
  */
-export async function provedServedEntry(client: RegistryClient, did: string, logKey: string | undefined, moderators?: readonly string[]) {
+export async function provedServedEntry(
+  client: RegistryClient,
+  did: string,
+  logKey: string | undefined,
+  moderators?: readonly string[],
+  progress: (step: string) => void = () => {},
+) {
   for (let attempt = 1; ; attempt++) {
+    const again = attempt === 1 ? "" : ` (looking again, ${attempt} of ${SETTLE_ATTEMPTS})`;
+    progress(`resolving ${did}${again}`);
     const served = await client.resolve(did);
     const subject = historySubject(served.entryDid);
     if ("error" in subject) throw new CliFailure(`the registry serves an entry whose DID is not one: ${subject.error}`, EXIT.unverified);
     const last = attempt === SETTLE_ATTEMPTS;
+    progress(`fetching and verifying the log's records about ${subject.name}${again}`);
     const history = await verifiedHistory(client, subject.name, logKey).catch((error: unknown) => {
       if (!(error instanceof RegistryClientError && error.code === "not_found")) throw error;
       return undefined;
     });
+    if (history !== undefined) progress(`checking ${served.entryDid} against ${history.records.length} verified records${again}`);
     const folded = history === undefined ? undefined : foldedHistory(subject.name, history.records, moderators);
     const mismatch =
       history === undefined || folded === undefined

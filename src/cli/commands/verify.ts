@@ -32,12 +32,17 @@ export function registerVerifyCommand(program: Command, context: CliContext): vo
     .action(async (did: string, options: VerifyOptions) => {
       const { runClientCommand } = await import("../client-command.js");
       const { provedServedEntry } = await import("../verified-history.js");
+      const { createProgressLine } = await import("../progress-line.js");
       const { historyRecordJson, historyLines } = await import("../history-lines.js");
       const { belongsToHistory, historySubject, recordSubject } = await import("../../domain/record-subject.js");
       const { recordEntries } = await import("../../sdk/log-verifier.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
         const logKey = options.logKey ?? (context.env.REGISTRY_LOG_KEY || undefined);
-        const { served, history } = await provedServedEntry(client, did, logKey, options.moderator);
+        // On a terminal, stderr shows which step the proof is at.
+        const progress = createProgressLine(context);
+        const { served, history } = await provedServedEntry(client, did, logKey, options.moderator, progress.update).finally(() =>
+          progress.end(),
+        );
         const versioned = served.entryDid;
         const newest = history.records
           .filter((record) => recordEntries(record.record).some((entry) => entry.entryDid === versioned))
