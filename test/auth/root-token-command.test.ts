@@ -93,13 +93,11 @@ describe("registry root-token", () => {
     expect(table.stdout).not.toContain(token.slice(6));
 
     const json = await run("list", "--json");
-    const listed = json.stdout
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
-    const mine = listed.find((item) => item.id === id);
-    expect(mine).toMatchObject({ subject, scopes: ["registry.publish.skill", "registry.admin"], description: "ci bot", revokedAt: null });
-    expect(Object.keys(mine).sort()).toEqual(["createdAt", "description", "id", "revokedAt", "scopes", "subject"]);
+    // As GET /v1/admin/root-tokens answers: the list named rootTokens, an unset revokedAt left out.
+    const listed: Record<string, unknown>[] = JSON.parse(json.stdout).rootTokens;
+    const mine = listed.find((item) => item.id === id)!;
+    expect(mine).toMatchObject({ subject, scopes: ["registry.publish.skill", "registry.admin"], description: "ci bot" });
+    expect(Object.keys(mine).sort()).toEqual(["createdAt", "description", "id", "scopes", "subject"]);
   });
 
   it("revoke makes the token unusable and shows in list; unknown ids fail", async () => {
@@ -109,11 +107,8 @@ describe("registry root-token", () => {
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("rt_0000000000000000");
 
-    const listed = (await run("list", "--json")).stdout
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
-    expect(listed.find((item) => item.id === id).revokedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
+    const listed: Record<string, unknown>[] = JSON.parse((await run("list", "--json")).stdout).rootTokens;
+    expect(listed.find((item) => item.id === id)!.revokedAt).toMatch(/^\d{4}-\d\d-\d\dT/);
 
     await withDatabase(async (database) => {
       const issuer = createTokenIssuer({ repository: createKnexAuthRepository(database.knex), config: issuerConfig() });
