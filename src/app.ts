@@ -11,6 +11,7 @@ import { createEntryActionService } from "./entries/entry-action-service.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./discovery/page-cursor.js";
+import { createSearchService } from "./discovery/search-service.js";
 import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
 import { addressKey, createClientAddressResolver, createTrustedProxyTest } from "./edge/client-address.js";
 import {
@@ -64,6 +65,7 @@ import { createCachedEntryRepository } from "./storage/entry-cache.js";
 import { createReadAnswers } from "./edge/read-answers.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
 import { createKnexDiscoveryRepository } from "./storage/knex-discovery-repository.js";
+import { createKnexSearchRepository } from "./storage/knex-search-repository.js";
 import { loadOrCreateSecret } from "./storage/registry-secrets.js";
 import { checkSameCluster, createWalPositions, openReadReplicas } from "./storage/read-replicas.js";
 import {
@@ -575,6 +577,10 @@ async function createServices(
   });
   const entries = createEntryService({ repository: entryRepository, entryTypes: config.entryTypes });
   const actions = createEntryActionService({ repository: entryRepository });
+  const cursors = createCursorCodec({
+    secret: config.cursorSecret ?? (await loadOrCreateSecret(database.knex, "page-cursor")),
+    ttlMs: config.cursorTtlSeconds * 1000,
+  });
   const discoveryOn = (knex: Database["knex"]) => createKnexDiscoveryRepository(knex, { statementTimeoutMs: config.discoveryTimeoutMs });
   const discovery = createDiscoveryService({
     repository:
@@ -587,16 +593,26 @@ async function createServices(
               databases.routing,
             ),
           ),
-    cursors: createCursorCodec({
-      secret: config.cursorSecret ?? (await loadOrCreateSecret(database.knex, "page-cursor")),
-      ttlMs: config.cursorTtlSeconds * 1000,
-    }),
+    cursors,
     totalLimit: config.discoveryTotalLimit,
+  });
+  // Search reads where discovery does, within discovery's statement timeout.
+  const searchOn = (knex: Database["knex"]) => createKnexSearchRepository(knex, { statementTimeoutMs: config.discoveryTimeoutMs });
+  const searchRouter = createReadRouter(
+    searchOn(database.knex),
+    replicas.map((replica) => searchOn(replica.knex)),
+    databases.routing,
+  );
+  const search = createSearchService({
+    repository:
+      replicas.length === 0 ? searchRouter.primary : { search: (query, page) => searchRouter.read((on) => on.search(query, page)) },
+    cursors,
   });
   const impl = createRegistryServiceImpl({
     entries,
     actions,
     discovery,
+    search,
     authenticate: (header) => verifier.authenticate(header),
     resolveMaxAgeSeconds: config.resolveMaxAgeSeconds,
     limitWrite: limits.write,

@@ -156,7 +156,8 @@ function nextPosition<T>(page: DiscoveredPage<T>, size: number): readonly string
   return page.rows.length > size ? page.rows[size - 1]!.position : undefined;
 }
 
-function pageSize(limit: number, fallback: number): number {
+/** A request's page size: 0 means the default; larger than the most is clamped; negative is refused. */
+export function pageSize(limit: number, fallback: number): number {
   if (!Number.isInteger(limit) || limit < 0) throw InvalidArgumentError.of("limit", "must not be negative");
   if (limit === 0) return fallback;
   return Math.min(limit, MAX_PAGE_SIZE);

@@ -29,6 +29,7 @@ export const ADDRESS_LIMITS: readonly AddressLimit[] = [
       RegistryService.method.listEntryVersions,
       RegistryService.method.discoverEntries,
       RegistryService.method.queryEntries,
+      RegistryService.method.searchEntries,
       ChangeFeedService.method.listChanges,
       ChangeFeedService.method.watchChanges,
       ...Object.values(TransparencyLogService.method),

@@ -16,6 +16,7 @@ import type { StoredEntry, EntryVersionSummary } from "../entries/entry-reposito
 import type { EntryActionService } from "../entries/entry-action-service.js";
 import type { EntryService } from "../entries/entry-service.js";
 import type { DiscoveryService } from "../discovery/discovery-service.js";
+import type { SearchService } from "../discovery/search-service.js";
 import type { JsonValue } from "../discovery/structured-conditions.js";
 import { InvalidArgumentError } from "../errors.js";
 import { notePrincipal } from "./observability.js";
@@ -38,6 +39,7 @@ export interface RegistryServiceImplOptions {
   readonly entries: EntryService;
   readonly actions: EntryActionService;
   readonly discovery: DiscoveryService;
+  readonly search: SearchService;
   readonly authenticate: Authenticate;
   /** How long HTTP caches may keep a resolve of name@version; 0 makes them revalidate it too. */
   readonly resolveMaxAgeSeconds: number;
@@ -59,7 +61,7 @@ function resolveCacheControl(did: string, maxAgeSeconds: number): string {
 
 /** registry.v1.RegistryService: translation between protobuf messages and the entry service. */
 export function createRegistryServiceImpl(options: RegistryServiceImplOptions): ServiceImpl<typeof RegistryService> {
-  const { entries, actions, discovery, authenticate, limitWrite } = options;
+  const { entries, actions, discovery, search, authenticate, limitWrite } = options;
 
   /** The verified caller of a write, once the write limit let the call through. */
   async function caller(context: HandlerContext): Promise<Principal> {
@@ -125,6 +127,10 @@ export function createRegistryServiceImpl(options: RegistryServiceImplOptions): 
     async queryEntries(request) {
       const result = await discovery.query({ query: request.query, limit: request.limit, cursor: request.cursor });
       return { entries: [...result.rows], nextCursor: result.nextCursor };
+    },
+    async searchEntries(request) {
+      const result = await search.search({ q: request.q, entryType: request.entryType, limit: request.limit, cursor: request.cursor });
+      return { entries: result.entries.map(entryMessage), nextCursor: result.nextCursor };
     },
   };
 }

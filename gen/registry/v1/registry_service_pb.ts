@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file registry/v1/registry_service.proto.
  */
 export const file_registry_v1_registry_service: GenFile = /*@__PURE__*/
-  fileDesc("CiJyZWdpc3RyeS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgtyZWdpc3RyeS52MSI8ChJDcmVhdGVFbnRyeVJlcXVlc3QSJgoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeUID4EECIjgKE0NyZWF0ZUVudHJ5UmVzcG9uc2USIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSInChNSZXNvbHZlRW50cnlSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECIjkKFFJlc29sdmVFbnRyeVJlc3BvbnNlEiEKBWVudHJ5GAEgASgLMhIucmVnaXN0cnkudjEuRW50cnkiLAoYTGlzdEVudHJ5VmVyc2lvbnNSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECIkgKGUxpc3RFbnRyeVZlcnNpb25zUmVzcG9uc2USKwoIdmVyc2lvbnMYASADKAsyGS5yZWdpc3RyeS52MS5FbnRyeVZlcnNpb24iUwoSUmV2b2tlRW50cnlSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECEhMKBnJlYXNvbhgCIAEoCUID4EECEhYKCXNpZ25hdHVyZRgDIAEoCUID4EECIjoKE1Jldm9rZUVudHJ5UmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5IpQBChZDaGFuZ2VMaWZlY3ljbGVSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECEhMKBmFjdGlvbhgCIAEoCUID4EECEg4KBnJlYXNvbhgDIAEoCRITCgtyZXBsYWNlbWVudBgEIAEoCRIWCglpc3N1ZWRfYXQYBSABKAlCA+BBAhIWCglzaWduYXR1cmUYBiABKAlCA+BBAiI+ChdDaGFuZ2VMaWZlY3ljbGVSZXNwb25zZRIjCgdlbnRyaWVzGAEgAygLMhIucmVnaXN0cnkudjEuRW50cnkikAEKFE1vZGVyYXRlRW50cnlSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECEhMKBmFjdGlvbhgCIAEoCUID4EECEg4KBnBvbGljeRgDIAEoCRIRCgRub3RlGAQgASgJQgPgQQISFgoJaXNzdWVkX2F0GAUgASgJQgPgQQISFgoJc2lnbmF0dXJlGAYgASgJQgPgQQIiPAoVTW9kZXJhdGVFbnRyeVJlc3BvbnNlEiMKB2VudHJpZXMYASADKAsyEi5yZWdpc3RyeS52MS5FbnRyeSJ/ChZEaXNjb3ZlckVudHJpZXNSZXF1ZXN0EhIKCmVudHJ5X3R5cGUYASABKAkSMgoKY29uZGl0aW9ucxgCIAMoCzIeLnJlZ2lzdHJ5LnYxLkRpc2NvdmVyQ29uZGl0aW9uEg0KBWxpbWl0GAMgASgFEg4KBmN1cnNvchgEIAEoCSJkChFEaXNjb3ZlckNvbmRpdGlvbhISCgVmaWVsZBgBIAEoCUID4EECEg8KAm9wGAIgASgJQgPgQQISKgoFdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCA+BBAiKVAQoXRGlzY292ZXJFbnRyaWVzUmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5Eg0KBXRvdGFsGAIgASgFEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQESHAoUdG90YWxfaXNfbG93ZXJfYm91bmQYBCABKAhCDgoMX25leHRfY3Vyc29yIkgKE1F1ZXJ5RW50cmllc1JlcXVlc3QSEgoFcXVlcnkYASABKAlCA+BBAhIOCgZjdXJzb3IYAiABKAkSDQoFbGltaXQYAyABKAUiagoUUXVlcnlFbnRyaWVzUmVzcG9uc2USKAoHZW50cmllcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3Iy8QcKD1JlZ2lzdHJ5U2VydmljZRJ4CgtDcmVhdGVFbnRyeRIfLnJlZ2lzdHJ5LnYxLkNyZWF0ZUVudHJ5UmVxdWVzdBogLnJlZ2lzdHJ5LnYxLkNyZWF0ZUVudHJ5UmVzcG9uc2UiJsDzGMkBgtPkkwIbOgVlbnRyeWIFZW50cnkiCy92MS9lbnRyaWVzEngKDFJlc29sdmVFbnRyeRIgLnJlZ2lzdHJ5LnYxLlJlc29sdmVFbnRyeVJlcXVlc3QaIS5yZWdpc3RyeS52MS5SZXNvbHZlRW50cnlSZXNwb25zZSIjkAIBgtPkkwIaYgVlbnRyeRIRL3YxL2VudHJpZXMve2RpZH0SiQEKEUxpc3RFbnRyeVZlcnNpb25zEiUucmVnaXN0cnkudjEuTGlzdEVudHJ5VmVyc2lvbnNSZXF1ZXN0GiYucmVnaXN0cnkudjEuTGlzdEVudHJ5VmVyc2lvbnNSZXNwb25zZSIlkAIBgtPkkwIcEhovdjEvZW50cmllcy97ZGlkfS92ZXJzaW9ucxJuCgtSZXZva2VFbnRyeRIfLnJlZ2lzdHJ5LnYxLlJldm9rZUVudHJ5UmVxdWVzdBogLnJlZ2lzdHJ5LnYxLlJldm9rZUVudHJ5UmVzcG9uc2UiHILT5JMCFjoBKioRL3YxL2VudHJpZXMve2RpZH0ShAEKD0NoYW5nZUxpZmVjeWNsZRIjLnJlZ2lzdHJ5LnYxLkNoYW5nZUxpZmVjeWNsZVJlcXVlc3QaJC5yZWdpc3RyeS52MS5DaGFuZ2VMaWZlY3ljbGVSZXNwb25zZSImgtPkkwIgOgEqIhsvdjEvZW50cmllcy97ZGlkfS9saWZlY3ljbGUSfwoNTW9kZXJhdGVFbnRyeRIhLnJlZ2lzdHJ5LnYxLk1vZGVyYXRlRW50cnlSZXF1ZXN0GiIucmVnaXN0cnkudjEuTW9kZXJhdGVFbnRyeVJlc3BvbnNlIieC0+STAiE6ASoiHC92MS9lbnRyaWVzL3tkaWR9L21vZGVyYXRpb24SdQoPRGlzY292ZXJFbnRyaWVzEiMucmVnaXN0cnkudjEuRGlzY292ZXJFbnRyaWVzUmVxdWVzdBokLnJlZ2lzdHJ5LnYxLkRpc2NvdmVyRW50cmllc1Jlc3BvbnNlIheC0+STAhE6ASoiDC92MS9kaXNjb3ZlchJvCgxRdWVyeUVudHJpZXMSIC5yZWdpc3RyeS52MS5RdWVyeUVudHJpZXNSZXF1ZXN0GiEucmVnaXN0cnkudjEuUXVlcnlFbnRyaWVzUmVzcG9uc2UiGoLT5JMCFDoBKiIPL3YxL2Rpc2NvdmVyL3FsYgZwcm90bzM", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_struct, file_registry_v1_entry, file_registry_v1_rest_options]);
+  fileDesc("CiJyZWdpc3RyeS92MS9yZWdpc3RyeV9zZXJ2aWNlLnByb3RvEgtyZWdpc3RyeS52MSI8ChJDcmVhdGVFbnRyeVJlcXVlc3QSJgoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeUID4EECIjgKE0NyZWF0ZUVudHJ5UmVzcG9uc2USIQoFZW50cnkYASABKAsyEi5yZWdpc3RyeS52MS5FbnRyeSInChNSZXNvbHZlRW50cnlSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECIjkKFFJlc29sdmVFbnRyeVJlc3BvbnNlEiEKBWVudHJ5GAEgASgLMhIucmVnaXN0cnkudjEuRW50cnkiLAoYTGlzdEVudHJ5VmVyc2lvbnNSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECIkgKGUxpc3RFbnRyeVZlcnNpb25zUmVzcG9uc2USKwoIdmVyc2lvbnMYASADKAsyGS5yZWdpc3RyeS52MS5FbnRyeVZlcnNpb24iUwoSUmV2b2tlRW50cnlSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECEhMKBnJlYXNvbhgCIAEoCUID4EECEhYKCXNpZ25hdHVyZRgDIAEoCUID4EECIjoKE1Jldm9rZUVudHJ5UmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5IpQBChZDaGFuZ2VMaWZlY3ljbGVSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECEhMKBmFjdGlvbhgCIAEoCUID4EECEg4KBnJlYXNvbhgDIAEoCRITCgtyZXBsYWNlbWVudBgEIAEoCRIWCglpc3N1ZWRfYXQYBSABKAlCA+BBAhIWCglzaWduYXR1cmUYBiABKAlCA+BBAiI+ChdDaGFuZ2VMaWZlY3ljbGVSZXNwb25zZRIjCgdlbnRyaWVzGAEgAygLMhIucmVnaXN0cnkudjEuRW50cnkikAEKFE1vZGVyYXRlRW50cnlSZXF1ZXN0EhAKA2RpZBgBIAEoCUID4EECEhMKBmFjdGlvbhgCIAEoCUID4EECEg4KBnBvbGljeRgDIAEoCRIRCgRub3RlGAQgASgJQgPgQQISFgoJaXNzdWVkX2F0GAUgASgJQgPgQQISFgoJc2lnbmF0dXJlGAYgASgJQgPgQQIiPAoVTW9kZXJhdGVFbnRyeVJlc3BvbnNlEiMKB2VudHJpZXMYASADKAsyEi5yZWdpc3RyeS52MS5FbnRyeSJ/ChZEaXNjb3ZlckVudHJpZXNSZXF1ZXN0EhIKCmVudHJ5X3R5cGUYASABKAkSMgoKY29uZGl0aW9ucxgCIAMoCzIeLnJlZ2lzdHJ5LnYxLkRpc2NvdmVyQ29uZGl0aW9uEg0KBWxpbWl0GAMgASgFEg4KBmN1cnNvchgEIAEoCSJkChFEaXNjb3ZlckNvbmRpdGlvbhISCgVmaWVsZBgBIAEoCUID4EECEg8KAm9wGAIgASgJQgPgQQISKgoFdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWVCA+BBAiKVAQoXRGlzY292ZXJFbnRyaWVzUmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5Eg0KBXRvdGFsGAIgASgFEhgKC25leHRfY3Vyc29yGAMgASgJSACIAQESHAoUdG90YWxfaXNfbG93ZXJfYm91bmQYBCABKAhCDgoMX25leHRfY3Vyc29yIkgKE1F1ZXJ5RW50cmllc1JlcXVlc3QSEgoFcXVlcnkYASABKAlCA+BBAhIOCgZjdXJzb3IYAiABKAkSDQoFbGltaXQYAyABKAUiagoUUXVlcnlFbnRyaWVzUmVzcG9uc2USKAoHZW50cmllcxgBIAMoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSGAoLbmV4dF9jdXJzb3IYAiABKAlIAIgBAUIOCgxfbmV4dF9jdXJzb3IiVAoUU2VhcmNoRW50cmllc1JlcXVlc3QSCQoBcRgBIAEoCRISCgplbnRyeV90eXBlGAIgASgJEg0KBWxpbWl0GAMgASgFEg4KBmN1cnNvchgEIAEoCSJmChVTZWFyY2hFbnRyaWVzUmVzcG9uc2USIwoHZW50cmllcxgBIAMoCzISLnJlZ2lzdHJ5LnYxLkVudHJ5EhgKC25leHRfY3Vyc29yGAIgASgJSACIAQFCDgoMX25leHRfY3Vyc29yMuAICg9SZWdpc3RyeVNlcnZpY2USeAoLQ3JlYXRlRW50cnkSHy5yZWdpc3RyeS52MS5DcmVhdGVFbnRyeVJlcXVlc3QaIC5yZWdpc3RyeS52MS5DcmVhdGVFbnRyeVJlc3BvbnNlIibA8xjJAYLT5JMCGzoFZW50cnliBWVudHJ5IgsvdjEvZW50cmllcxJ4CgxSZXNvbHZlRW50cnkSIC5yZWdpc3RyeS52MS5SZXNvbHZlRW50cnlSZXF1ZXN0GiEucmVnaXN0cnkudjEuUmVzb2x2ZUVudHJ5UmVzcG9uc2UiI5ACAYLT5JMCGmIFZW50cnkSES92MS9lbnRyaWVzL3tkaWR9EokBChFMaXN0RW50cnlWZXJzaW9ucxIlLnJlZ2lzdHJ5LnYxLkxpc3RFbnRyeVZlcnNpb25zUmVxdWVzdBomLnJlZ2lzdHJ5LnYxLkxpc3RFbnRyeVZlcnNpb25zUmVzcG9uc2UiJZACAYLT5JMCHBIaL3YxL2VudHJpZXMve2RpZH0vdmVyc2lvbnMSbgoLUmV2b2tlRW50cnkSHy5yZWdpc3RyeS52MS5SZXZva2VFbnRyeVJlcXVlc3QaIC5yZWdpc3RyeS52MS5SZXZva2VFbnRyeVJlc3BvbnNlIhyC0+STAhY6ASoqES92MS9lbnRyaWVzL3tkaWR9EoQBCg9DaGFuZ2VMaWZlY3ljbGUSIy5yZWdpc3RyeS52MS5DaGFuZ2VMaWZlY3ljbGVSZXF1ZXN0GiQucmVnaXN0cnkudjEuQ2hhbmdlTGlmZWN5Y2xlUmVzcG9uc2UiJoLT5JMCIDoBKiIbL3YxL2VudHJpZXMve2RpZH0vbGlmZWN5Y2xlEn8KDU1vZGVyYXRlRW50cnkSIS5yZWdpc3RyeS52MS5Nb2RlcmF0ZUVudHJ5UmVxdWVzdBoiLnJlZ2lzdHJ5LnYxLk1vZGVyYXRlRW50cnlSZXNwb25zZSIngtPkkwIhOgEqIhwvdjEvZW50cmllcy97ZGlkfS9tb2RlcmF0aW9uEnUKD0Rpc2NvdmVyRW50cmllcxIjLnJlZ2lzdHJ5LnYxLkRpc2NvdmVyRW50cmllc1JlcXVlc3QaJC5yZWdpc3RyeS52MS5EaXNjb3ZlckVudHJpZXNSZXNwb25zZSIXgtPkkwIROgEqIgwvdjEvZGlzY292ZXISbwoMUXVlcnlFbnRyaWVzEiAucmVnaXN0cnkudjEuUXVlcnlFbnRyaWVzUmVxdWVzdBohLnJlZ2lzdHJ5LnYxLlF1ZXJ5RW50cmllc1Jlc3BvbnNlIhqC0+STAhQ6ASoiDy92MS9kaXNjb3Zlci9xbBJtCg1TZWFyY2hFbnRyaWVzEiEucmVnaXN0cnkudjEuU2VhcmNoRW50cmllc1JlcXVlc3QaIi5yZWdpc3RyeS52MS5TZWFyY2hFbnRyaWVzUmVzcG9uc2UiFZACAYLT5JMCDBIKL3YxL3NlYXJjaGIGcHJvdG8z", [file_google_api_annotations, file_google_api_field_behavior, file_google_protobuf_struct, file_registry_v1_entry, file_registry_v1_rest_options]);
 
 /**
  * The entry to publish.
@@ -552,6 +552,79 @@ export const QueryEntriesResponseSchema: GenMessage<QueryEntriesResponse> = /*@_
   messageDesc(file_registry_v1_registry_service, 16);
 
 /**
+ * A ranked search.
+ *
+ * @generated from message registry.v1.SearchEntriesRequest
+ */
+export type SearchEntriesRequest = Message<"registry.v1.SearchEntriesRequest"> & {
+  /**
+   * The text to search for, at most 256 characters and 16 words; required. Words are letters and
+   * digits, anything else separates them; case does not matter.
+   *
+   * @generated from field: string q = 1;
+   */
+  q: string;
+
+  /**
+   * Only entries of this type; empty for every type.
+   *
+   * @generated from field: string entry_type = 2;
+   */
+  entryType: string;
+
+  /**
+   * Page size: 0 for the default of 20; at most 100 (larger values are clamped); negative is
+   * INVALID_ARGUMENT.
+   *
+   * @generated from field: int32 limit = 3;
+   */
+  limit: number;
+
+  /**
+   * The next_cursor of the previous page, sent with the same q and entry_type; empty for the
+   * first page.
+   *
+   * @generated from field: string cursor = 4;
+   */
+  cursor: string;
+};
+
+/**
+ * Describes the message registry.v1.SearchEntriesRequest.
+ * Use `create(SearchEntriesRequestSchema)` to create a new message.
+ */
+export const SearchEntriesRequestSchema: GenMessage<SearchEntriesRequest> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 17);
+
+/**
+ * A page of search results.
+ *
+ * @generated from message registry.v1.SearchEntriesResponse
+ */
+export type SearchEntriesResponse = Message<"registry.v1.SearchEntriesResponse"> & {
+  /**
+   * The latest version of each matching name, best match first.
+   *
+   * @generated from field: repeated registry.v1.Entry entries = 1;
+   */
+  entries: Entry[];
+
+  /**
+   * Present when more entries match: send it as cursor to get the next page.
+   *
+   * @generated from field: optional string next_cursor = 2;
+   */
+  nextCursor?: string | undefined;
+};
+
+/**
+ * Describes the message registry.v1.SearchEntriesResponse.
+ * Use `create(SearchEntriesResponseSchema)` to create a new message.
+ */
+export const SearchEntriesResponseSchema: GenMessage<SearchEntriesResponse> = /*@__PURE__*/
+  messageDesc(file_registry_v1_registry_service, 18);
+
+/**
  * Publishes, resolves and revokes entries.
  *
  * Reads need no credentials. Writes need an access token from auth.v1.TokenService in the
@@ -663,6 +736,20 @@ export const RegistryService: GenService<{
     methodKind: "unary";
     input: typeof QueryEntriesRequestSchema;
     output: typeof QueryEntriesResponseSchema;
+  },
+  /**
+   * Ranked search: the latest version of each name whose text matches, best match first. Words
+   * match the name (strongest), the tags, then the description, by stem and by prefix; a misspelt
+   * name is still found by trigram similarity. Only active and deprecated versions are searched.
+   * Pages are linked by next_cursor, as in DiscoverEntries. Rate-limited per client IP, in the
+   * same bucket as discovery. Side-effect free (Connect GET).
+   *
+   * @generated from rpc registry.v1.RegistryService.SearchEntries
+   */
+  searchEntries: {
+    methodKind: "unary";
+    input: typeof SearchEntriesRequestSchema;
+    output: typeof SearchEntriesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_registry_v1_registry_service, 0);

@@ -17,6 +17,7 @@ import * as entryPayloadV2 from "./0016-entry-payload-v2.js";
 import * as logNameIndex from "./0017-log-name-index.js";
 import * as versionStates from "./0018-version-states.js";
 import * as actionCalls from "./0019-action-calls.js";
+import * as search from "./0020-search.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -46,6 +47,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0017-log-name-index", logNameIndex],
   ["0018-version-states", versionStates],
   ["0019-action-calls", actionCalls],
+  ["0020-search", search],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
