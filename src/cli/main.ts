@@ -20,6 +20,7 @@ import { registerMirrorCommand } from "./commands/mirror.js";
 import { registerVerifyCommand } from "./commands/verify.js";
 import { registerRevokeCommand } from "./commands/revoke.js";
 import { registerRootTokenCommand } from "./commands/root-token.js";
+import { registerSearchCommand } from "./commands/search.js";
 import { registerServeCommand } from "./commands/serve.js";
 import { registerSignCommand } from "./commands/sign.js";
 import { registerVersionsCommand } from "./commands/versions.js";
@@ -74,6 +75,7 @@ function createProgram(context: CliContext): Command {
   registerEntryActionCommands(program, context);
   registerDiscoverCommand(program, context);
   registerQueryCommand(program, context);
+  registerSearchCommand(program, context);
   registerWaitCommand(program, context);
   registerCompletionCommand(program, context);
   return program;

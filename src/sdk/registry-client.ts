@@ -102,6 +102,23 @@ export interface QueryOptions extends CallOptions {
   readonly pageSize?: number;
 }
 
+/** Options of a ranked search (docs/api.md, "Search"). */
+export interface SearchOptions extends CallOptions {
+  /** Only entries of this type. */
+  readonly entryType?: string;
+  /** Entries per page: the registry's default (20) when unset, at most 100. */
+  readonly pageSize?: number;
+  /** The nextCursor of the previous page, with the same text and type. */
+  readonly cursor?: string;
+}
+
+/** One page of a ranked search: the latest version of each matching name, best match first. */
+export interface SearchPage {
+  readonly entries: Entry[];
+  /** Pass as `cursor` for the next page; undefined on the last page. */
+  readonly nextCursor: string | undefined;
+}
+
 /** A typed client of one registry. Every failure is a RegistryClientError. */
 export interface RegistryClient {
   /** Signs `entry` with `key` and publishes it; returns the entry as stored (with its sequence). */
@@ -128,6 +145,8 @@ export interface RegistryClient {
   query(ql: string, options?: QueryOptions): AsyncIterable<JsonObject>;
   /** One page of a query, for callers that keep the cursor themselves. */
   queryPage(ql: string, options?: QueryOptions & { readonly cursor?: string }): Promise<QueryPage>;
+  /** One page of a ranked search for `text` (names first, then tags, then descriptions). */
+  search(text: string, options?: SearchOptions): Promise<SearchPage>;
   /** Exchanges a root token for an access token (TokenService.IssueToken). */
   issueToken(
     rootToken: string,
@@ -289,6 +308,12 @@ export function createClientOverTransport(
     discoverPage,
     query: (ql, call) => followCursors((cursor) => queryPage(ql, { ...call, cursor }).then((page) => [page.rows, page.nextCursor])),
     queryPage,
+    search: (text, call) =>
+      mappingErrors(async () => {
+        const request = { q: text, entryType: call?.entryType ?? "", limit: call?.pageSize ?? 0, cursor: call?.cursor ?? "" };
+        const page = await registry.searchEntries(request, callOptions(call));
+        return { entries: page.entries, nextCursor: presentCursor(page.nextCursor) };
+      }),
     issueToken,
     async proveEntry(did, call) {
       const { logKey, answer } = await mappingErrors(async () => ({
