@@ -2,9 +2,9 @@
  * Compiles a search (search-query.ts) into one SELECT for knex. Every value from the request is a
  * `?` binding; the words reach SQL as one space-separated string, split again by the database.
  *
- * A match is a latest version, active or deprecated, whose text document (migration 0020: name A,
- * tags B, description C) has every word by stem or prefix, or whose name is a near spelling of the
- * searched text (pg_trgm's word similarity). The score adds the document's cover-density rank
+ * A match is a latest version, active or deprecated (the rows of `entry_search`), whose text
+ * document (migration 0020: name A, tags B, description C) has every word by stem or prefix, or
+ * whose name is a near spelling of the searched text (pg_trgm's word similarity). The score adds the document's cover-density rank
  * (weights: name 1, tags 0.4, description 0.1) to the name's trigram similarity, so the exact name
  * comes first, a name match beats a tag match beats a description match, and a misspelt name still
  * ranks by how close it is. Ties go to the name, then the entry DID (unique among latest
@@ -26,36 +26,50 @@ export const SCORE_ALIAS = "_search_score";
  */
 export const NAME_SIMILARITY_THRESHOLD = 0.5;
 
-/** One statement that sets the search transaction's timeout and threshold. */
+/**
+ * One statement that sets the search transaction's timeout and threshold, and keeps the planner
+ * off sequential scans of `entry_search`: it prices the trigram and prefix tests of each row far
+ * below their cost (about 3 µs a row), and so scans 33,000 names in 60-100 ms where the indexes
+ * answer in 10-30 ms (docs/performance.md#search).
+ */
 export function searchSettingsSql(statementTimeoutMs: number): SqlFragment {
   return {
-    sql: "select set_config('statement_timeout', ?, true), set_config('pg_trgm.word_similarity_threshold', ?, true)",
+    sql: `select set_config('statement_timeout', ?, true), set_config('pg_trgm.word_similarity_threshold', ?, true),
+      set_config('enable_seqscan', 'off', true)`,
     bindings: [String(Math.trunc(statementTimeoutMs)), String(NAME_SIMILARITY_THRESHOLD)],
   };
 }
 
-const DOCUMENT = "registry_search_document(name, tags, description)";
 const QUERY = "registry_search_query(string_to_array(?, ' '))";
 /** Weights of D, C, B, A; D is unused. */
 const WEIGHTS = "'{0, 0.1, 0.4, 1}'::float4[]";
 
+/**
+ * The page's matches are found, scored, ordered and cut in `entry_search` (migration 0020), which
+ * holds only what search may show; only the page's rows are then read from `entries`.
+ */
 export function searchPageSql(query: SearchQuery, page: { readonly after?: readonly string[]; readonly size: number }): SqlFragment {
   const text = query.words.join(" ");
   const typeFilter = query.entryType === "" ? "" : "and entry_type = ?";
-  const inner = `
-    select entries.*,
-      (ts_rank_cd(${WEIGHTS}, ${DOCUMENT}, ${QUERY})::float8 + similarity(name, ?)::float8) as ${SCORE_ALIAS}
-    from entries
-    where is_latest and status in ('active', 'deprecated') ${typeFilter}
-      and (${DOCUMENT} @@ ${QUERY} or ? <% name)`;
-  const innerBindings = [text, text, ...(query.entryType === "" ? [] : [query.entryType]), text, text];
+  const matches = `
+    select sequence, name, base_did,
+      ts_rank_cd(${WEIGHTS}, document, ${QUERY})::float8 + similarity(name, ?)::float8 as ${SCORE_ALIAS}
+    from entry_search
+    where (document @@ ${QUERY} or ? <% name) ${typeFilter}`;
   const after = page.after === undefined ? undefined : afterSql(page.after);
+  const order = `${SCORE_ALIAS} desc, name collate "C", base_did collate "C"`;
   return {
-    sql: `select *, ${SCORE_ALIAS}::text as ${SCORE_ALIAS}_text from (${inner}) matches
-      ${after === undefined ? "" : `where ${after.sql}`}
-      order by ${SCORE_ALIAS} desc, name collate "C", base_did collate "C"
-      limit ?`,
-    bindings: [...innerBindings, ...(after?.bindings ?? []), page.size],
+    sql: `
+      select entries.*, page.${SCORE_ALIAS}::text as ${SCORE_ALIAS}_text
+      from (
+        select * from (${matches}) matches
+        ${after === undefined ? "" : `where ${after.sql}`}
+        order by ${order}
+        limit ?
+      ) page
+      join entries on entries.sequence = page.sequence
+      order by page.${SCORE_ALIAS} desc, page.name collate "C", page.base_did collate "C"`,
+    bindings: [text, text, text, text, ...(query.entryType === "" ? [] : [query.entryType]), ...(after?.bindings ?? []), page.size],
   };
 }
 

@@ -55,6 +55,10 @@ beforeAll(async () => {
   for (const name of ["beacon-deprecated", "beacon-yanked", "beacon-revoked", "beacon-active"]) await publish(name, "1.0.0");
   await lifecycle("did:reg:main:skill:beacon-deprecated@1.0.0", "deprecate");
   await lifecycle("did:reg:main:skill:beacon-yanked@1.0.0", "yank");
+  // Yanking the latest version makes the one before it latest, and search follows.
+  await publish("hydra", "1.0.0", { description: "first head" });
+  await publish("hydra", "2.0.0", { description: "second head" });
+  await lifecycle("did:reg:main:skill:hydra@2.0.0", "yank");
   const revoked = "did:reg:main:skill:beacon-revoked@1.0.0";
   const revocation = await send(
     registry,
@@ -147,6 +151,12 @@ describe.each(PROTOCOLS)("search over %s", (protocol) => {
     const result = await client.call({ q: "chameleon" });
     expect(result.body.entries.map((entry: EntryJson) => entry.version)).toEqual(["2.0.0"]);
     expect(await found({ q: "xylophone" })).toEqual([]);
+  });
+
+  it("follows the latest version when the newest is yanked", async () => {
+    const result = await client.call({ q: "hydra" });
+    expect(result.body.entries.map((entry: EntryJson) => entry.version)).toEqual(["1.0.0"]);
+    expect(await found({ q: "second" })).toEqual([]);
   });
 
   it("shows active and deprecated versions only", async () => {
