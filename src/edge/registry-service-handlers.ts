@@ -128,8 +128,10 @@ export function createRegistryServiceImpl(options: RegistryServiceImplOptions): 
       const result = await discovery.query({ query: request.query, limit: request.limit, cursor: request.cursor });
       return { entries: [...result.rows], nextCursor: result.nextCursor };
     },
-    async searchEntries(request) {
+    async searchEntries(request, context) {
       const result = await search.search({ q: request.q, entryType: request.entryType, limit: request.limit, cursor: request.cursor });
+      // Every publish may change the ranking: a cache keeps the answer only to revalidate it.
+      context.responseHeader.set("cache-control", REVALIDATE);
       return { entries: result.entries.map(entryMessage), nextCursor: result.nextCursor };
     },
   };

@@ -212,6 +212,13 @@ describe.each(PROTOCOLS)("search over %s", (protocol) => {
 });
 
 describe("search over REST only", () => {
+  it("answers with a validator and asks caches to revalidate", async () => {
+    const response = await fetch(`${registry.url}/v1/search?q=pdf`);
+    expect(response.headers.get("cache-control")).toBe("no-cache");
+    const again = await fetch(`${registry.url}/v1/search?q=pdf`, { headers: { "if-none-match": response.headers.get("etag")! } });
+    expect(again.status).toBe(304);
+  });
+
   it("names a limit that is not a number", async () => {
     const response = await fetch(`${registry.url}/v1/search?q=pdf&limit=abc`);
     expect(response.status).toBe(400);
