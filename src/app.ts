@@ -11,6 +11,7 @@ import { createEntryActionService } from "./entries/entry-action-service.js";
 import { createEntryService } from "./entries/entry-service.js";
 import { createDiscoveryService } from "./discovery/discovery-service.js";
 import { createCursorCodec } from "./discovery/page-cursor.js";
+import type { SearchRepository } from "./discovery/search-repository.js";
 import { createSearchService } from "./discovery/search-service.js";
 import { createErrorMappingInterceptor } from "./edge/error-mapping.js";
 import { addressKey, createClientAddressResolver, createTrustedProxyTest } from "./edge/client-address.js";
@@ -73,6 +74,7 @@ import {
   createReplicaRotation,
   createReplicaRoutedDiscoveryRepository,
   createReplicaRoutedEntryRepository,
+  type ReadRouter,
   type ReadRouterOptions,
 } from "./storage/read-routing.js";
 import { createReplicaFreshness } from "./storage/replica-freshness.js";
@@ -359,6 +361,11 @@ async function openReplicas(config: RegistryConfig, primary: Database, logger: L
   return replicas;
 }
 
+/** Search on the replicas, as discovery is: a cursor carries a position, so a walk may change replica. */
+function replicaRoutedSearch(router: ReadRouter<SearchRepository>): SearchRepository {
+  return { search: (query, page) => router.read((repository) => repository.search(query, page)) };
+}
+
 /** How reads pick among the replicas: one rotation for entries and discovery alike. */
 function readRouterOptions(replicaCount: number, logger: Logger, metrics: RegistryMetrics): ReadRouterOptions {
   return {
@@ -598,14 +605,17 @@ async function createServices(
   });
   // Search reads where discovery does, within discovery's statement timeout.
   const searchOn = (knex: Database["knex"]) => createKnexSearchRepository(knex, { statementTimeoutMs: config.discoveryTimeoutMs });
-  const searchRouter = createReadRouter(
-    searchOn(database.knex),
-    replicas.map((replica) => searchOn(replica.knex)),
-    databases.routing,
-  );
   const search = createSearchService({
     repository:
-      replicas.length === 0 ? searchRouter.primary : { search: (query, page) => searchRouter.read((on) => on.search(query, page)) },
+      replicas.length === 0
+        ? searchOn(database.knex)
+        : replicaRoutedSearch(
+            createReadRouter(
+              searchOn(database.knex),
+              replicas.map((replica) => searchOn(replica.knex)),
+              databases.routing,
+            ),
+          ),
     cursors,
   });
   const impl = createRegistryServiceImpl({
