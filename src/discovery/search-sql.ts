@@ -4,11 +4,12 @@
  *
  * A match is a latest version, active or deprecated (the rows of `entry_search`), whose text
  * document (migration 0020: name A, tags B, description C) has every word by stem or prefix, or
- * whose name is a near spelling of the searched text (pg_trgm's word similarity). The score adds the document's cover-density rank
- * (weights: name 1, tags 0.4, description 0.1) to the name's trigram similarity, so the exact name
- * comes first, a name match beats a tag match beats a description match, and a misspelt name still
- * ranks by how close it is. Ties go to the name, then the entry DID (unique among latest
- * versions), in code-point order: a total order, so a keyset cursor neither repeats nor skips.
+ * whose name is a near spelling of the searched text (pg_trgm's word similarity). The score adds
+ * the document's cover-density rank (weights: name 1, tags 0.4, description 0.1) to the name's
+ * trigram similarity, so the exact name comes first, a name match beats a tag match beats a
+ * description match, and a misspelt name still ranks by how close it is. Ties go to the name,
+ * then the entry DID (unique among latest versions), in code-point order: a total order, so a
+ * keyset cursor neither repeats nor skips.
  */
 import type { SqlFragment } from "./discovery-sql.js";
 import type { SearchQuery } from "./search-repository.js";
