@@ -38,6 +38,9 @@ it.each<[string[], string]>([
   [["revoke", "did:reg:main:skill:x@1.0.0", "--reason", "r", "-h"], "revoke"],
   [["login", "--root-token", "rt_x", "--help"], "login"],
   [["wait", "--help"], "wait"],
+  [["search", "pdf", "--help"], "search"],
+  [["logout", "--help"], "logout"],
+  [["publish", "manifest.json", "--dry-run", "--help"], "publish"],
   [["mirror", "--from", "http://127.0.0.1:9", "--help"], "mirror"],
   ...ENTRY_ACTION_COMMANDS.map((command): [string[], string] => [actionArgs(command), command.name]),
   [["help"], ""],
@@ -63,7 +66,22 @@ function actionArgs(command: EntryActionCommand): string[] {
 it("lists the commands and the exit codes in the top-level help", async () => {
   const result = await runCli(["--help"], env());
   const actions = ENTRY_ACTION_COMMANDS.map((command) => command.name);
-  for (const command of ["serve", "login", "publish", "resolve", "versions", "revoke", ...actions, "discover", "query", "wait"]) {
+  for (const command of [
+    "serve",
+    "login",
+    "publish",
+    "resolve",
+    "versions",
+    "revoke",
+    ...actions,
+    "discover",
+    "query",
+    "search",
+    "whoami",
+    "logout",
+    "completion",
+    "wait",
+  ]) {
     expect(result.stdout).toMatch(new RegExp(`^  ${command} `, "m"));
   }
   expect(result.stdout).toContain("Exit codes:");

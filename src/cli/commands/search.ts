@@ -22,12 +22,9 @@ export function registerSearchCommand(program: Command, context: CliContext): vo
     .action(async (text: string, options: SearchOptions) => {
       const { entryJson, runClientCommand, statusName } = await import("../client-command.js");
       context.exitCode = await runClientCommand(options, context, async ({ client, json, printJson }) => {
-        // The cursor after the last page fetched: the API's nextCursor, to resume where this stopped.
-        let nextCursor: string | undefined;
-        const { items } = await collectPages(
+        const { items, nextCursor } = await collectPages(
           async (cursor, pageSize) => {
             const page = await client.search(text, { entryType: options.type, pageSize, cursor });
-            nextCursor = page.nextCursor;
             return { items: page.entries, nextCursor: page.nextCursor };
           },
           options,
