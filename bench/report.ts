@@ -463,7 +463,16 @@ function historyTables(lifecycle: LifecycleFigures | undefined): TextTable[] {
   const baseline = median(history.runs.map((r) => r.baselineP95Ms));
   return [
     {
-      header: ["History read", "records", "p50 ms", "p95 ms", "resolve p95 ms (baseline)", "p95 of baseline", "runs (p95 ms)"],
+      header: [
+        "History read",
+        "records",
+        "p50 ms",
+        "p95 ms",
+        "resolve p95 ms (baseline)",
+        "p95 of baseline",
+        "fetch + json() p50 / p95 ms",
+        "runs (p95 ms)",
+      ],
       rows: [
         [
           history.label,
@@ -472,6 +481,7 @@ function historyTables(lifecycle: LifecycleFigures | undefined): TextTable[] {
           n(p95, 2),
           n(baseline, 2),
           n(p95 / baseline, 1),
+          `${n(median(history.runs.map((r) => r.fetchP50Ms)), 2)} / ${n(median(history.runs.map((r) => r.fetchP95Ms)), 2)}`,
           history.runs.map((r) => n(r.p95Ms, 2)).join(" / "),
         ],
       ],
@@ -502,7 +512,7 @@ function lifecycleVerdicts(f: Figures): Verdict[] {
     const baseline = median(history.runs.map((r) => r.baselineP95Ms));
     out.push({
       target: `history of a name with ${n(history.records)} records p95 <= ${TARGETS.historyP95Ms} ms`,
-      measured: `${n(p95, 2)} ms (median of ${history.runs.length}; a resolve's p95 ${n(baseline, 2)} ms in the same loop)`,
+      measured: `${n(p95, 2)} ms to the last byte (median of ${history.runs.length}; a resolve's p95 ${n(baseline, 2)} ms in the same loop; through fetch and json() ${n(median(history.runs.map((r) => r.fetchP95Ms)), 2)} ms)`,
       pass: p95 <= TARGETS.historyP95Ms,
     });
   }

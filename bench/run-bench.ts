@@ -562,7 +562,7 @@ async function measure(
         const record = await runHistory(registry.url, lifecycleSetup, HISTORY.samples, HISTORY.warmup);
         historyRuns.push(record);
         say(
-          `  ${HISTORY_LABEL} run ${run}: p50 ${fmt(record.p50Ms, 2)} ms, p95 ${fmt(record.p95Ms, 2)} ms; resolve p50 ${fmt(record.baselineP50Ms, 2)} ms, p95 ${fmt(record.baselineP95Ms, 2)} ms (${record.samples} calls each, one at a time)`,
+          `  ${HISTORY_LABEL} run ${run}: p50 ${fmt(record.p50Ms, 2)} ms, p95 ${fmt(record.p95Ms, 2)} ms to the last byte (fetch + json() p50 ${fmt(record.fetchP50Ms, 2)}, p95 ${fmt(record.fetchP95Ms, 2)} ms); resolve p50 ${fmt(record.baselineP50Ms, 2)} ms, p95 ${fmt(record.baselineP95Ms, 2)} ms (${record.samples} calls each, one at a time)`,
         );
       }
     }
