@@ -131,7 +131,8 @@ export function planRequest(
   return planDiscovery("query", checked.query, checked.selected);
 }
 
-function allOrViolations<A, B>(first: () => A, second: () => B): [A, B] {
+/** Both results, or one invalid_argument holding every field violation either raised. */
+export function allOrViolations<A, B>(first: () => A, second: () => B): [A, B] {
   const violations: FieldViolation[] = [];
   const attempt = <T>(work: () => T): T | undefined => {
     try {

@@ -1,6 +1,6 @@
 import type { StoredEntry } from "../entries/entry-repository.js";
-import { InvalidArgumentError, type FieldViolation } from "../errors.js";
-import { DEFAULT_PAGE_SIZE, pageSize } from "./discovery-service.js";
+import { InvalidArgumentError } from "../errors.js";
+import { allOrViolations, DEFAULT_PAGE_SIZE, pageSize } from "./discovery-service.js";
 import type { CursorCodec } from "./page-cursor.js";
 import { planSearch } from "./search-query.js";
 import type { SearchRepository } from "./search-repository.js";
@@ -51,19 +51,10 @@ export function createSearchService(options: SearchServiceOptions) {
 
 /** The plan and the page size, every fault at once. */
 function checked(request: SearchRequest) {
-  const violations: FieldViolation[] = [];
-  const attempt = <T>(work: () => T): T | undefined => {
-    try {
-      return work();
-    } catch (error) {
-      if (!(error instanceof InvalidArgumentError)) throw error;
-      violations.push(...error.violations);
-      return undefined;
-    }
-  };
-  const plan = attempt(() => planSearch(request));
-  const size = attempt(() => pageSize(request.limit, DEFAULT_PAGE_SIZE));
-  if (plan === undefined || size === undefined) throw new InvalidArgumentError(violations);
+  const [plan, size] = allOrViolations(
+    () => planSearch(request),
+    () => pageSize(request.limit, DEFAULT_PAGE_SIZE),
+  );
   return { plan, size };
 }
 
