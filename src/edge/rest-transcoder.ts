@@ -29,7 +29,7 @@ import { rpcName } from "../transport/call-observation.js";
 import { matchPathTemplate, parsePathTemplate, PathEncodingError, type PathTemplate } from "./path-template.js";
 import { addHeaders, addMetadata, requestEncoding, sendBody, UnsupportedEncodingError } from "../transport/rpc-answers.js";
 import { decodeUtf8, messageFromJson, parseJson } from "./rpc/message-codec.js";
-import { messageJsonBytes, responseJsonBytes } from "./rpc/reused-encodings.js";
+import { responseJsonBytes } from "./rpc/reused-encodings.js";
 import { unaryMethodsByPath, type ServedService } from "./served-services.js";
 import { codeName, httpStatusOf } from "../transport/status-codes.js";
 import type { UnaryInvoker } from "../transport/unary-invoker.js";
@@ -239,7 +239,7 @@ function responseBytesOf(route: RestRoute, output: Message): Buffer {
   if (field === undefined) return responseJsonBytes(schema, output);
   const value = (output as unknown as Record<string, unknown>)[field.localName] as Message | undefined;
   if (field.message === undefined || value === undefined) return Buffer.from("{}");
-  return messageJsonBytes(field.message, value);
+  return responseJsonBytes(field.message, value);
 }
 
 /**

@@ -80,8 +80,9 @@ export function messageJson(schema: DescMessage, message: Message): string {
 }
 
 /**
- * The JSON answer as UTF-8 bytes; never to be written to (a frozen message's are shared). Its
- * messages' JSON is spliced in, from their writers or kept encodings, rather than reflected over.
+ * A message's JSON as UTF-8 bytes, a whole answer or part of one; never to be written to (a
+ * frozen message's are shared). The messages it holds are spliced in from their writers or kept
+ * encodings rather than reflected over.
  */
 export function responseJsonBytes(schema: DescMessage, message: Message): Buffer {
   return encodingsOf(message)?.jsonBytes ?? freshJsonBytes(schema, message);
@@ -93,9 +94,6 @@ function freshJsonBytes(schema: DescMessage, message: Message): Buffer {
   if (writer !== undefined) return Buffer.from(writer(message as never));
   return Buffer.concat(jsonChunks(schema, message));
 }
-
-/** A message's JSON as UTF-8 bytes; never to be written to (a frozen message's are shared). */
-export const messageJsonBytes = responseJsonBytes;
 
 /** The binary answer as bytes; never to be written to (a frozen message's are shared). */
 export function responseBinaryBytes(schema: DescMessage, message: Message): Buffer {
@@ -179,8 +177,9 @@ function jsonChunks(schema: DescMessage, message: Message): Buffer[] {
   const rest = toJson(schema, withoutMessageFields(message, fields) as never, JSON_WRITE) as JsonObject;
   const chunks: Buffer[] = [];
   let text = "{";
+  let members = 0;
   const member = (name: string) => {
-    text += `${text === "{" ? "" : ","}${JSON.stringify(name)}:`;
+    text += `${members++ === 0 ? "" : ","}${JSON.stringify(name)}:`;
   };
   for (const field of fieldsByNumber(schema)) {
     if (!fields.includes(field)) {
@@ -198,7 +197,7 @@ function jsonChunks(schema: DescMessage, message: Message): Buffer[] {
     elements.forEach((element, i) => {
       if (i === 0) chunks.push(Buffer.from(text));
       else chunks.push(COMMA);
-      chunks.push(messageJsonBytes(field.message as DescMessage, element));
+      chunks.push(responseJsonBytes(field.message as DescMessage, element));
       text = "";
     });
     if (list) text += "]";
