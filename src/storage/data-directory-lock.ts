@@ -218,7 +218,8 @@ async function startTicksOf(pid: number | "self"): Promise<string | undefined> {
   return text.slice(text.lastIndexOf(")") + 2).split(" ")[19];
 }
 
-function isRunning(pid: number): boolean {
+/** Whether a process with `pid` exists; EPERM means it does, under another account. */
+export function isRunning(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;

@@ -2,6 +2,7 @@ import { accessSync, constants, mkdirSync } from "node:fs";
 import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { isRunning } from "../../src/storage/data-directory-lock.js";
 
 /**
  * Directories for test databases (the run's template and each file's copy), in one folder and
@@ -31,14 +32,5 @@ export async function removeOrphanedScratch(): Promise<void> {
   for (const name of await readdir(root)) {
     const owner = Number(/-(\d+)-[^-]+$/.exec(name)?.[1]);
     if (Number.isInteger(owner) && owner > 0 && !isRunning(owner)) await rm(join(root, name), { recursive: true, force: true });
-  }
-}
-
-function isRunning(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
