@@ -180,24 +180,24 @@ describe("deadlines", () => {
   });
 
   it("a deadline counts from when the request arrived: a body slower than it gets deadline_exceeded at the deadline", async () => {
-    // The body follows its headers 1.5 s later; the deadline is 300 ms.
+    // The body follows its headers 3 s later; the deadline is 300 ms.
     const startedAt = performance.now();
     const grpcAnswer = await rawHttp2(
       { "content-type": "application/grpc", te: "trailers", "grpc-timeout": "300m" },
       frame("at-once"),
-      1_500,
+      3_000,
     );
     expect({ ...grpcAnswer.headers, ...grpcAnswer.trailers }["grpc-status"]).toBe(String(Code.DeadlineExceeded));
-    expect(performance.now() - startedAt).toBeLessThan(1_200);
+    expect(performance.now() - startedAt).toBeLessThan(2_000);
     const connectStartedAt = performance.now();
     const connectAnswer = await rawHttp1(
       { "content-type": "application/json", "connect-timeout-ms": "300" },
       Buffer.from('{"did":"at-once"}'),
-      1_500,
+      3_000,
     );
     expect(connectAnswer.status).toBe(504);
     expect(JSON.parse(connectAnswer.body.toString())).toMatchObject({ code: "deadline_exceeded" });
-    expect(performance.now() - connectStartedAt).toBeLessThan(1_200);
+    expect(performance.now() - connectStartedAt).toBeLessThan(2_000);
   });
 });
 
