@@ -110,6 +110,8 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   useNodeTextEncoding();
   // Decided before anything opens, so a refused setting leaves nothing to close.
   const adminApiOn = servesAdminApi(config, options);
+  // A missing optional package is a refused setting too: found now, it leaves nothing to close.
+  if (config.redisUrl !== "") await importOptionalPackage("redis", "REDIS_URL", () => import("redis"));
   const tracing = await openTracing(config, options.logger);
   // Lines logged inside a traced call name its trace.
   const logger = tracing === undefined ? options.logger : options.logger.withTrace(tracing.currentTrace);
@@ -144,7 +146,11 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
   // Built (and TRUST_PROXY checked) at start whatever the limits; read when limiting and for
   // access lines, so with neither no request pays for resolving one.
   const resolveClientAddress = createClientAddressResolver(config.trustProxy);
-  const openedLimiter = await openRateLimiter(config, database, logger);
+  const openedLimiter = await openRateLimiter(config, database, logger).catch(async (error: unknown) => {
+    await entryStore.close();
+    await Promise.all(replicas.map((replica) => replica.close()));
+    return closeOnFailure(error);
+  });
   const limiter = openedLimiter === undefined ? undefined : countedRateLimiter(openedLimiter, metrics);
   const limitWrite = limiter?.policies.has("writes") ? createWriteLimit(limiter) : undefined;
   // For reads that are no RPC (tlog-tiles paths, the SSE stream): the same buckets and answers.
@@ -458,12 +464,10 @@ async function openRateLimiter(config: RegistryConfig, database: Database, logge
   if (Object.keys(policies).length === 0) return undefined;
   let store: BucketStore;
   if (config.redisUrl !== "") {
-    store = await importOptionalPackage("redis", "REDIS_URL", () =>
-      createRedisBucketStore({
-        url: config.redisUrl,
-        onError: (error) => logger.error("rate-limit Redis connection trouble", describeError(error)),
-      }),
-    );
+    store = await createRedisBucketStore({
+      url: config.redisUrl,
+      onError: (error) => logger.error("rate-limit Redis connection trouble", describeError(error)),
+    });
   } else if (database.kind === "postgres") {
     store = createPostgresBucketStore(database.knex);
   } else {
