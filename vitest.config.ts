@@ -35,7 +35,7 @@ export default defineConfig({
           name: "integration",
           include: ["test/**/*.test.ts"],
           exclude: [...NOT_HERE, UNIT, PERF],
-          globalSetup: ["test/support/database-template.ts"],
+          globalSetup: ["test/support/compiled-cli.ts", "test/support/database-template.ts"],
           hookTimeout: 60_000,
         },
       },
@@ -47,7 +47,7 @@ export default defineConfig({
           exclude: NOT_HERE,
           // One file at a time: each measures time or memory, which a neighbour's load would skew.
           fileParallelism: false,
-          globalSetup: ["test/support/database-template.ts"],
+          globalSetup: ["test/support/compiled-cli.ts", "test/support/database-template.ts"],
           testTimeout: 60_000,
           hookTimeout: 60_000,
         },

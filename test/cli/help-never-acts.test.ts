@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { ENTRY_ACTION_COMMANDS, type EntryActionCommand } from "../../src/cli/commands/entry-action-table.js";
-import { childEnv, runCli, temporaryDirectory } from "../support/child-processes.js";
+import { childEnv, REGISTRY_DEV_BIN, runCli, temporaryDirectory } from "../support/child-processes.js";
 import { seededDataDirectory } from "../support/test-database.js";
 
 /**
@@ -91,6 +91,12 @@ it("prints the version with --version", async () => {
   const result = await runCli(["--version"], env());
   expect(result.code).toBe(0);
   expect(result.stdout.trim()).toMatch(/^\d+\.\d+\.\d+/);
+});
+
+it("prints the same version from the development runner, which runs the sources through tsx", async () => {
+  const [built, sources] = await Promise.all([runCli(["--version"], env()), runCli(["--version"], env(), undefined, REGISTRY_DEV_BIN)]);
+  expect(sources.code, sources.stderr).toBe(0);
+  expect(sources.stdout).toBe(built.stdout);
 });
 
 it("refuses an unknown command with exit code 2, naming it", async () => {

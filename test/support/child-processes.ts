@@ -6,8 +6,14 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { loadConfig } from "../../src/config.js";
 
-/** The project's own CLI, run as a real process from the sources (through tsx), so tests need no build. */
-export const REGISTRY_BIN = fileURLToPath(new URL("../../bin/registry-dev.js", import.meta.url));
+/**
+ * The project's own CLI as an install runs it: compiled JavaScript, which the lanes' global setup
+ * (compiled-cli.ts) builds when a source changed. Loading the sources through tsx instead costs
+ * each of the hundreds of processes the tests start a few hundred milliseconds more.
+ */
+export const REGISTRY_BIN = fileURLToPath(new URL("../../bin/registry.js", import.meta.url));
+/** The development runner (`npm run registry`), which runs the TypeScript sources through tsx. */
+export const REGISTRY_DEV_BIN = fileURLToPath(new URL("../../bin/registry-dev.js", import.meta.url));
 export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /**
@@ -61,12 +67,12 @@ export interface CliResult {
   readonly stderr: string;
 }
 
-/** Runs `node bin/registry-dev.js ...args` to completion; never rejects on a non-zero exit. */
-export function runCli(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<CliResult> {
+/** Runs `node bin/registry.js ...args` (or another runner) to completion; never rejects on a non-zero exit. */
+export function runCli(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000, bin = REGISTRY_BIN): Promise<CliResult> {
   return new Promise((resolve, reject) => {
     execFile(
       process.execPath,
-      [REGISTRY_BIN, ...args],
+      [bin, ...args],
       { env, cwd: PROJECT_ROOT, timeout: timeoutMs, killSignal: "SIGKILL" },
       (error, stdout, stderr) => {
         if (error !== null && typeof error.code !== "number") {
@@ -88,7 +94,7 @@ export interface ServerProcess {
   stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }>;
 }
 
-/** Starts `node bin/registry-dev.js serve ...args` on `port` and waits until /healthz answers 200. */
+/** Starts `node bin/registry.js serve ...args` on `port` and waits until /healthz answers 200. */
 export async function startServerProcess(
   args: readonly string[],
   port: number,
