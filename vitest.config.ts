@@ -6,9 +6,14 @@ import { configDefaults, defineConfig } from "vitest/config";
  * `*.perf.test.ts` measures time, memory or behaviour under load (run once in CI, on one database),
  * and every other `*.test.ts` is an integration test on real servers and databases.
  * `npm test` runs unit and integration; `npm run test:unit` and `npm run test:perf` one lane each.
+ *
+ * `*.embedded.test.ts` is an integration test whose processes use an embedded database or none,
+ * whatever DATABASE_URL says: it runs in the embedded pass only, which a Postgres pass would repeat.
  */
 const UNIT = "test/**/*.unit.test.ts";
 const PERF = "test/**/*.perf.test.ts";
+const EMBEDDED_ONLY = "test/**/*.embedded.test.ts";
+const ON_POSTGRES = (process.env.DATABASE_URL ?? "") !== "";
 // The cluster tests need the replicas .ci/cluster/run starts; it runs them with their own config.
 const NOT_HERE = [...configDefaults.exclude, "test/cluster/**"];
 
@@ -34,7 +39,7 @@ export default defineConfig({
         test: {
           name: "integration",
           include: ["test/**/*.test.ts"],
-          exclude: [...NOT_HERE, UNIT, PERF],
+          exclude: [...NOT_HERE, UNIT, PERF, ...(ON_POSTGRES ? [EMBEDDED_ONLY] : [])],
           globalSetup: ["test/support/compiled-cli.ts", "test/support/database-template.ts"],
           hookTimeout: 60_000,
         },

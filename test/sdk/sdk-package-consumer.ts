@@ -1,5 +1,5 @@
 /**
- * A project outside the repository that uses the packed SDK (package-install.test.ts writes these
+ * A project outside the repository that uses the packed SDK (package-install.embedded.test.ts writes these
  * files next to its node_modules). Kept as text: the repository's own typecheck cannot resolve
  * `@open-registry/sdk`, which only the scratch project installs.
  */

@@ -6,7 +6,6 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { childEnv, freePort, PROJECT_ROOT, temporaryDirectory } from "../support/child-processes.js";
 import { copyWorkingTree } from "../readme/walkthrough-script.js";
-import { usesPostgres } from "../support/test-database.js";
 
 /**
  * The server as a self-hoster installs it: `npm pack` on a fresh copy of the working tree (its
@@ -17,8 +16,6 @@ import { usesPostgres } from "../support/test-database.js";
 /** The production install's bound (issue 24), in MiB on disk as `du` counts them. */
 const INSTALL_LIMIT_MIB = 80;
 const run = promisify(execFile);
-/** The package runs on the embedded database whatever the suite's: the Postgres run would repeat the PGlite run's install. */
-const skip = usesPostgres();
 
 let workspace: { path: string; remove(): Promise<void> };
 let prefix: string;
@@ -26,7 +23,6 @@ let installed: string;
 let server: ChildProcess | undefined;
 
 beforeAll(async () => {
-  if (skip) return;
   workspace = await temporaryDirectory("installed-server-");
   const clone = join(workspace.path, "open-registry");
   await copyWorkingTree(PROJECT_ROOT, clone);
@@ -44,7 +40,7 @@ afterAll(async () => {
   await workspace?.remove();
 });
 
-it.skipIf(skip)("ships compiled JavaScript only: no sources, no TypeScript runtime, no install-time telemetry", async () => {
+it("ships compiled JavaScript only: no sources, no TypeScript runtime, no install-time telemetry", async () => {
   const shipped = await filesUnder(installed, (path) => !path.startsWith("node_modules/"));
   expect(shipped).toContain("bin/registry.js");
   expect(shipped).toContain("dist/src/cli/run.js");
@@ -60,82 +56,74 @@ it.skipIf(skip)("ships compiled JavaScript only: no sources, no TypeScript runti
   for (const name of ["redis", "@opentelemetry/exporter-trace-otlp-http"]) expect(packages).not.toContain(name);
 });
 
-it.skipIf(skip)(`installs in at most ${INSTALL_LIMIT_MIB} MiB`, async () => {
+it(`installs in at most ${INSTALL_LIMIT_MIB} MiB`, async () => {
   // The whole install: the package and its node_modules, as `du -s` counts them (allocated blocks).
   const mib = (await diskUsage(join(prefix, "lib", "node_modules"))) / 2 ** 20;
   expect(mib).toBeLessThanOrEqual(INSTALL_LIMIT_MIB);
 });
 
-it.skipIf(skip)(
-  "puts `registry` on the PATH, which serves on the embedded database",
-  async () => {
-    const registry = join(prefix, "bin", "registry");
-    expect(existsSync(registry)).toBe(true);
-    const { version } = JSON.parse(await readFile(join(installed, "package.json"), "utf8")) as { version: string };
-    const env = childEnv({ PATH: `${join(prefix, "bin")}:${process.env.PATH}`, DATABASE_URL: undefined });
-    expect((await run("registry", ["--version"], { env, cwd: workspace.path })).stdout.trim()).toBe(version);
+it("puts `registry` on the PATH, which serves on the embedded database", async () => {
+  const registry = join(prefix, "bin", "registry");
+  expect(existsSync(registry)).toBe(true);
+  const { version } = JSON.parse(await readFile(join(installed, "package.json"), "utf8")) as { version: string };
+  const env = childEnv({ PATH: `${join(prefix, "bin")}:${process.env.PATH}`, DATABASE_URL: undefined });
+  expect((await run("registry", ["--version"], { env, cwd: workspace.path })).stdout.trim()).toBe(version);
 
-    const port = await freePort();
-    server = spawn("registry", ["serve"], {
+  const port = await freePort();
+  server = spawn("registry", ["serve"], {
+    cwd: workspace.path,
+    env: { ...env, PORT: String(port), HOST: "127.0.0.1", REGISTRY_DATA_DIR: join(workspace.path, "data") },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  server.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  server.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const url = `http://127.0.0.1:${port}`;
+  await untilReady(`${url}/readyz`, server, () => output);
+
+  expect((await fetch(`${url}/healthz`)).status).toBe(200);
+  const missing = await fetch(`${url}/v1/entries/did:reg:main:skill:not-published`);
+  expect(missing.status).toBe(404);
+  expect(await missing.json()).toMatchObject({ code: "not_found" });
+  // The API reference page's renderer, served from the copy the package carries.
+  const renderer = await fetch(`${url}/docs/swagger-ui-bundle.js`);
+  expect(renderer.status).toBe(200);
+  expect((await renderer.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+
+  const exited = new Promise<number | null>((resolve) => server?.once("exit", (code) => resolve(code)));
+  server.kill("SIGTERM");
+  expect(await exited, output).toBe(0);
+  server = undefined;
+}, 180_000);
+
+it("names the package to add when a setting needs an optional integration the install left out", async () => {
+  const env = childEnv({ PATH: `${join(prefix, "bin")}:${process.env.PATH}`, DATABASE_URL: undefined });
+  const serve = (settings: Record<string, string>) =>
+    run("registry", ["serve"], {
       cwd: workspace.path,
-      env: { ...env, PORT: String(port), HOST: "127.0.0.1", REGISTRY_DATA_DIR: join(workspace.path, "data") },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
-    let output = "";
-    server.stdout?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    server.stderr?.on("data", (chunk: Buffer) => (output += chunk.toString()));
-    const url = `http://127.0.0.1:${port}`;
-    await untilReady(`${url}/readyz`, server, () => output);
-
-    expect((await fetch(`${url}/healthz`)).status).toBe(200);
-    const missing = await fetch(`${url}/v1/entries/did:reg:main:skill:not-published`);
-    expect(missing.status).toBe(404);
-    expect(await missing.json()).toMatchObject({ code: "not_found" });
-    // The API reference page's renderer, served from the copy the package carries.
-    const renderer = await fetch(`${url}/docs/swagger-ui-bundle.js`);
-    expect(renderer.status).toBe(200);
-    expect((await renderer.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
-
-    const exited = new Promise<number | null>((resolve) => server?.once("exit", (code) => resolve(code)));
-    server.kill("SIGTERM");
-    expect(await exited, output).toBe(0);
-    server = undefined;
-  },
-  180_000,
-);
-
-it.skipIf(skip)(
-  "names the package to add when a setting needs an optional integration the install left out",
-  async () => {
-    const env = childEnv({ PATH: `${join(prefix, "bin")}:${process.env.PATH}`, DATABASE_URL: undefined });
-    const serve = (settings: Record<string, string>) =>
-      run("registry", ["serve"], {
-        cwd: workspace.path,
-        env: { ...env, PORT: "0", HOST: "127.0.0.1", REGISTRY_DATA_DIR: join(workspace.path, "data"), ...settings },
-        // A refused setting closes whatever it opened: a pool left open would keep the process
-        // alive until its idle timeout (30 s), and this kill would fail the run.
-        timeout: 20_000,
-      }).then(
-        () => ({ code: 0, stderr: "" }),
-        (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
-      );
-    const versions = JSON.parse(await readFile(join(installed, "package.json"), "utf8")).peerDependencies as Record<string, string>;
-
-    const traced = await serve({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" });
-    expect(traced.code).toBe(2);
-    const exporter = "@opentelemetry/exporter-trace-otlp-http";
-    expect(traced.stderr).toContain(`tracing (an OTLP endpoint) needs the ${exporter} package`);
-    expect(traced.stderr).toContain(`install ${exporter}@${versions[exporter]} beside it`);
-
-    // On the data directory the test above made, whose database is not opened for a refused setting.
-    const shared = await serve({ REDIS_URL: "redis://127.0.0.1:6379" });
-    expect(shared.code).toBe(2);
-    expect(shared.stderr).toContain(
-      `REDIS_URL needs the redis package, which the registry's install leaves out: install redis@${versions.redis} beside it`,
+      env: { ...env, PORT: "0", HOST: "127.0.0.1", REGISTRY_DATA_DIR: join(workspace.path, "data"), ...settings },
+      // A refused setting closes whatever it opened: a pool left open would keep the process
+      // alive until its idle timeout (30 s), and this kill would fail the run.
+      timeout: 20_000,
+    }).then(
+      () => ({ code: 0, stderr: "" }),
+      (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
     );
-  },
-  180_000,
-);
+  const versions = JSON.parse(await readFile(join(installed, "package.json"), "utf8")).peerDependencies as Record<string, string>;
+
+  const traced = await serve({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" });
+  expect(traced.code).toBe(2);
+  const exporter = "@opentelemetry/exporter-trace-otlp-http";
+  expect(traced.stderr).toContain(`tracing (an OTLP endpoint) needs the ${exporter} package`);
+  expect(traced.stderr).toContain(`install ${exporter}@${versions[exporter]} beside it`);
+
+  // On the data directory the test above made, whose database is not opened for a refused setting.
+  const shared = await serve({ REDIS_URL: "redis://127.0.0.1:6379" });
+  expect(shared.code).toBe(2);
+  expect(shared.stderr).toContain(
+    `REDIS_URL needs the redis package, which the registry's install leaves out: install redis@${versions.redis} beside it`,
+  );
+}, 180_000);
 
 /** npm as a user's shell runs it: without the npm_* settings of an `npm test` that started this test. */
 function npmEnv(): NodeJS.ProcessEnv {

@@ -5,7 +5,6 @@ import net from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { PROJECT_ROOT, temporaryDirectory } from "../support/child-processes.js";
-import { usesPostgres } from "../support/test-database.js";
 import { copyWorkingTree, untrackedFiles, walkthroughScript } from "./walkthrough-script.js";
 
 /**
@@ -38,14 +37,7 @@ let scriptPath: string;
 let copied: string[];
 let running: number | undefined;
 
-/**
- * The walkthrough runs on the embedded database whatever DATABASE_URL says (its shell has a clean
- * environment), so the suite's Postgres pass would only repeat the embedded pass.
- */
-const skipped = usesPostgres();
-
 beforeAll(async () => {
-  if (skipped) return;
   if (!(await portIsFree(PORT))) {
     throw new Error(
       `port ${PORT} is in use: the README walkthrough starts the registry on it, so stop whatever listens there and run this test again`,
@@ -67,7 +59,7 @@ afterAll(async () => {
 
 let firstDid = "";
 
-it.skipIf(skipped)(
+it(
   "runs pasted whole into a fresh shell on a fresh clone: every step shows its result, and the server is stopped",
   async () => {
     const paste = await pasteWalkthrough();
@@ -139,7 +131,7 @@ it.skipIf(skipped)(
   PASTE_MS,
 );
 
-it.skipIf(skipped)(
+it(
   "runs pasted again in the same directory: same key, a fresh root token works, publish says the version exists, resolve still works",
   async () => {
     if (firstDid === "") throw new Error("the first paste did not get as far as a DID");

@@ -13,7 +13,6 @@ import { chromium, type Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { encodePrivateKey, generateKeyPair } from "../../src/sdk/node.js";
 import { startRegistryOnFreshDatabase, type FreshRegistry } from "../support/registry-fixture.js";
-import { usesPostgres } from "../support/test-database.js";
 import { consumerFiles } from "./sdk-package-consumer.js";
 
 /**
@@ -35,11 +34,8 @@ let app: string;
 let tarball: string;
 let fresh: FreshRegistry;
 let logKey: string;
-/** Packaging does not depend on the database: the Postgres run would repeat the PGlite run's install. */
-const skip = usesPostgres();
 
 beforeAll(async () => {
-  if (skip) return;
   workDir = await mkdtemp(join(tmpdir(), "sdk-package-"));
   app = join(workDir, "app");
   // The script npm run pack:sdk runs; its last line of stdout is the tarball.
@@ -91,7 +87,7 @@ function installedFiles(dir: string): string[] {
   return readdirSync(dir, { recursive: true, encoding: "utf8" }).filter((path) => statSync(join(dir, path)).isFile());
 }
 
-describe.skipIf(skip)("the packed SDK", () => {
+describe("the packed SDK", () => {
   it("is the SDK alone: its own dependencies, its sources' closure, the descriptors and protos", async () => {
     expect(tarball).toMatch(/open-registry-sdk-\d+\.\d+\.\d+.*\.tgz$/);
     expect(existsSync(tarball)).toBe(true);
@@ -153,7 +149,7 @@ describe.skipIf(skip)("the packed SDK", () => {
   }, 60_000);
 });
 
-describe.skipIf(skip)("the packed SDK in a browser", () => {
+describe("the packed SDK in a browser", () => {
   let browser: Browser;
   let page: Server;
   let bundle: string;
