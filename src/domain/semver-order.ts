@@ -1,4 +1,5 @@
-import { parse as parseSemver } from "semver";
+// The one function, not the package's index: the SDK's browser bundle carries a third of the code.
+import parseSemver from "semver/functions/parse.js";
 
 /** The longest version string the registry accepts. */
 export const MAX_VERSION_LENGTH = 64;
