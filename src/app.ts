@@ -346,6 +346,8 @@ function databaseOptions(config: RegistryConfig, logger: Logger): DatabaseOption
     ...config,
     poolMax: config.databasePoolMax,
     driverLog: (level, message) => logger.debug("database driver", { level, message }),
+    // A server killed or a directory copied: taken over, but an operator should be able to see it.
+    onStaleLock: (holder, reason) => logger.warn("took over the data directory's stale lock", { holder, reason }),
   };
 }
 

@@ -42,11 +42,14 @@ export class DatabaseInUseError extends Error {}
 /** Directories this process holds, by real path: a second opening here is refused like any other. */
 const heldHere = new Set<string>();
 
+/** Told when a stale lock was taken over: whose it was, and why it was judged stale. */
+export type StaleLockReport = (holder: LockHolder, reason: string) => void;
+
 /**
- * Takes `dataDir`'s lock, taking over a stale one; resolves to its release. Throws
- * DatabaseInUseError, naming the holder, when a live process holds it.
+ * Takes `dataDir`'s lock, taking over a stale one (told to `onStaleLock`); resolves to its
+ * release. Throws DatabaseInUseError, naming the holder, when a live process holds it.
  */
-export async function lockDataDirectory(dataDir: string): Promise<() => Promise<void>> {
+export async function lockDataDirectory(dataDir: string, onStaleLock?: StaleLockReport): Promise<() => Promise<void>> {
   const lockPath = join(dataDir, LOCK_FILE);
   const directory = await realpath(dataDir);
   if (heldHere.has(directory)) throw inUse(dataDir, await thisProcess(), "this very process");
@@ -59,6 +62,7 @@ export async function lockDataDirectory(dataDir: string): Promise<() => Promise<
     const verdict = await judge(found.holder, found.stats, holder);
     if (verdict.live) throw inUse(dataDir, found.holder, verdict.reason);
     await removeStale(lockPath, found.stats);
+    onStaleLock?.(found.holder, verdict.reason);
   }
   throw new DatabaseInUseError(`cannot lock the embedded database in ${dataDir}: other processes keep taking its ${LOCK_FILE}`);
 }
@@ -138,20 +142,24 @@ export function parseLock(text: string): LockHolder {
   }
 }
 
-type Verdict = { readonly live: true; readonly reason: string } | { readonly live: false };
+/** Whether the holder may still run, and why: the reason names a live holder, or why a lock is stale. */
+type Verdict = { readonly live: boolean; readonly reason: string };
 
 /** Whether the lock's holder may still run, as seen from `self` (this process). */
 async function judge(holder: LockHolder, stats: Stats, self: LockHolder): Promise<Verdict> {
-  if (holder.pid <= 0) return { live: false };
+  if (holder.pid <= 0) return { live: false, reason: "it names no process" };
   if (holder.bootId !== undefined && self.bootId !== undefined) {
     // Another boot: this machine restarted since, or the directory comes from another machine.
-    if (holder.bootId !== self.bootId) return { live: false };
+    if (holder.bootId !== self.bootId)
+      return { live: false, reason: "it was taken before this machine last booted, or on another machine" };
   } else if (holder.hostname !== undefined && holder.hostname !== self.hostname) {
-    return { live: false };
+    return { live: false, reason: `it was taken on another host, ${holder.hostname}` };
   }
   if (holder.pidNamespace !== undefined && self.pidNamespace !== undefined && holder.pidNamespace !== self.pidNamespace) {
     const ageMs = Date.now() - stats.mtimeMs;
-    if (ageMs >= UNREFRESHED_LOCK_STALE_MS) return { live: false };
+    if (ageMs >= UNREFRESHED_LOCK_STALE_MS) {
+      return { live: false, reason: `it comes from another pid namespace and was not refreshed for ${Math.round(ageMs / 1000)} s` };
+    }
     return {
       live: true,
       reason:
@@ -160,15 +168,19 @@ async function judge(holder: LockHolder, stats: Stats, self: LockHolder): Promis
     };
   }
   // Not this process (checked before), so an earlier process that had this pid.
-  if (holder.pid === process.pid || !isRunning(holder.pid)) return { live: false };
+  if (holder.pid === process.pid || !isRunning(holder.pid)) return { live: false, reason: "its process no longer runs" };
   if (holder.startTicks !== undefined) {
     const startTicks = await startTicksOf(holder.pid);
-    if (startTicks !== undefined && startTicks !== holder.startTicks) return { live: false };
+    if (startTicks !== undefined && startTicks !== holder.startTicks) {
+      return { live: false, reason: "its pid now names a process that started later" };
+    }
     return { live: true, reason: "running" };
   }
   // An older build's bare pid: as Postgres does, a lock naming this process's parent is stale
   // (in a restarted container the pids start over, and the parent may be pid 1).
-  if (holder.hostname === undefined && holder.pid === process.ppid) return { live: false };
+  if (holder.hostname === undefined && holder.pid === process.ppid) {
+    return { live: false, reason: "an older build's lock names this process's parent" };
+  }
   return { live: true, reason: holder.hostname === undefined ? "running; an older build's lock, which names the pid alone" : "running" };
 }
 

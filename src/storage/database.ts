@@ -2,7 +2,7 @@ import knexFactory, { type Knex } from "knex";
 import type { PGlite } from "@electric-sql/pglite";
 import type pg from "pg";
 import { ensurePrivateDataDirectory, makeDataDirectoryContentsPrivate } from "./data-directory.js";
-import { lockDataDirectory } from "./data-directory-lock.js";
+import { lockDataDirectory, type StaleLockReport } from "./data-directory-lock.js";
 import { migrationSource } from "./migrations/index.js";
 
 export { DatabaseInUseError } from "./data-directory-lock.js";
@@ -37,6 +37,8 @@ export interface DatabaseOptions {
    * reaches the caller as an error, so the server keeps them at debug level.
    */
   readonly driverLog?: (level: "warn" | "error" | "debug" | "deprecate", message: string) => void;
+  /** Told when the embedded database's directory was locked by a process that no longer holds it. */
+  readonly onStaleLock?: StaleLockReport;
 }
 
 /** Defaults that bound a request to an unreachable Postgres to a few seconds. */
@@ -91,7 +93,7 @@ export async function openDatabase(options: DatabaseOptions): Promise<Database> 
     knex.on("query-error", closeOnReadTimeout.onQueryError);
     return wrap(knex, "postgres", options.databaseUrl, async () => knex.destroy());
   }
-  return openPglite(options.dataDir, statementTimeout);
+  return openPglite(options.dataDir, statementTimeout, options.onStaleLock);
 }
 
 function knexLog(write: NonNullable<DatabaseOptions["driverLog"]>): Knex.Config["log"] {
@@ -104,14 +106,14 @@ function knexLog(write: NonNullable<DatabaseOptions["driverLog"]>): Knex.Config[
   };
 }
 
-async function openPglite(dataDir: string, statementTimeout: number): Promise<Database> {
+async function openPglite(dataDir: string, statementTimeout: number, onStaleLock?: StaleLockReport): Promise<Database> {
   // Loaded lazily so deployments on Postgres never load the WASM build.
   const { PGlite } = await import("@electric-sql/pglite");
   const { createPgConfig } = await import("@electric-sql/pglite/node-postgres");
   // Trigram indexes serve discovery's substring search (migration 0004).
   const { pg_trgm } = await import("@electric-sql/pglite/contrib/pg_trgm");
   const inMemory = dataDir.startsWith("memory://");
-  const releaseLock = inMemory ? async () => {} : await lockDataDir(dataDir);
+  const releaseLock = inMemory ? async () => {} : await lockDataDir(dataDir, onStaleLock);
   const create = () => PGlite.create(dataDir, { extensions: { pg_trgm } });
   const pglite = await (inMemory ? create() : withPrivateFiles(dataDir, create)).catch(async (error: unknown) => {
     await releaseLock();
@@ -150,9 +152,9 @@ async function withPrivateFiles(dataDir: string, create: () => Promise<PGlite>):
 }
 
 /** The embedded database's directory, made private and locked to this process (data-directory-lock.ts). */
-async function lockDataDir(dataDir: string): Promise<() => Promise<void>> {
+async function lockDataDir(dataDir: string, onStaleLock?: StaleLockReport): Promise<() => Promise<void>> {
   await ensurePrivateDataDirectory(dataDir);
-  return lockDataDirectory(dataDir);
+  return lockDataDirectory(dataDir, onStaleLock);
 }
 
 function wrap(knex: Knex, kind: Database["kind"], url: string | undefined, close: () => Promise<void>): Database {
