@@ -46,10 +46,15 @@ describe.skipIf(!usesPostgres())("read replicas (DATABASE_READ_URL)", () => {
     expect(response.status).toBe(200);
     return (await response.json()) as { entries: Array<{ entryDid: string }> };
   };
+  const search = async (q: string) => {
+    const response = await fetch(`${setup!.registry.url}/v1/search?q=${encodeURIComponent(q)}`);
+    expect(response.status).toBe(200);
+    return (await response.json()) as { entries: Array<{ entryDid: string }> };
+  };
   const metrics = async () => (await fetch(setup!.registry.running.metricsUrl)).text();
 
   // The same database as its own replica (reachable, same cluster, never behind), under a second pool.
-  it("serves resolves and discovery from the read pool (connected as registry-read) and keeps a fresh write visible to its writer", async () => {
+  it("serves resolves, discovery and search from the read pool (connected as registry-read) and keeps a fresh write visible to its writer", async () => {
     setup = await startPublishingRegistry(["registry.publish.skill"], (db) => ({ entryCacheSize: 0, databaseReadUrls: [db.url!] }));
     const did = await publish("fresh-write");
     // Resolved at once by the process that wrote it: a replica that had not replayed the write
@@ -57,8 +62,11 @@ describe.skipIf(!usesPostgres())("read replicas (DATABASE_READ_URL)", () => {
     const resolved = await fetch(`${setup.registry.url}/v1/entries/${encodeURIComponent(did)}`);
     expect(resolved.status).toBe(200);
     expect((await discover()).entries.map((entry) => entry.entryDid)).toContain(did);
+    const replicaReads = sample(await metrics(), reads("replica", "replica"));
+    expect((await search("fresh-write")).entries.map((entry) => entry.entryDid)).toEqual([did]);
     const text = await metrics();
-    expect(sample(text, reads("replica", "replica"))).toBeGreaterThanOrEqual(1);
+    expect(replicaReads).toBeGreaterThanOrEqual(1);
+    expect(sample(text, reads("replica", "replica"))).toBe(replicaReads + 1);
     const readPools = await withAdmin(setup.db.url!, (client) =>
       client.query(
         "select count(*)::int as n from pg_stat_activity where application_name = 'registry-read' and datname = current_database()",
@@ -73,6 +81,7 @@ describe.skipIf(!usesPostgres())("read replicas (DATABASE_READ_URL)", () => {
     const did = await publish("replica-down");
     for (let attempt = 0; attempt < 3; attempt++) {
       expect((await discover()).entries.map((entry) => entry.entryDid)).toContain(did);
+      expect((await search("replica-down")).entries.map((entry) => entry.entryDid)).toEqual([did]);
       const versions = await fetch(`${setup.registry.url}/v1/entries/${encodeURIComponent(did.split("@")[0]!)}/versions`);
       expect(versions.status).toBe(200);
     }
