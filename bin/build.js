@@ -2,7 +2,8 @@
 // The build: compiles the service to dist/ (tsconfig.build.json), then the SDK's declarations
 // (tsconfig.sdk.json), copies the files of Swagger UI that /docs serves beside the compiled
 // module that serves them (a development dependency, so the build carries them to an install),
-// and stamps dist/ when all succeed.
+// builds the web explorer into dist/explorer/ (bin/build-explorer.js), and stamps dist/ when all
+// succeed.
 //
 //   node bin/build.js              build (npm run build)
 //   node bin/build.js --if-stale   build only if a source is newer than the stamp (npm start's
@@ -13,11 +14,12 @@ import { copyFileSync, mkdirSync, readdirSync, statSync, utimesSync, writeFileSy
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { buildExplorer } from "./build-explorer.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const STAMP = join(root, "dist", ".build-stamp");
 const CONFIGS = ["tsconfig.build.json", "tsconfig.sdk.json"];
-const INPUTS = ["src", "gen", "tsconfig.json", ...CONFIGS, "package.json"];
+const INPUTS = ["src", "gen", "explorer", "tsconfig.json", ...CONFIGS, "package.json"];
 
 /** The newest modification time under `path`, a file or a directory. */
 function newestMtime(path) {
@@ -52,6 +54,7 @@ async function build() {
     if (result.status !== 0) return result.status ?? 1;
   }
   await copyRenderer();
+  await buildExplorer();
   // The time the build started: a source saved while it ran is newer, so the next start rebuilds.
   mkdirSync(join(root, "dist"), { recursive: true });
   writeFileSync(STAMP, `${startedAt.toISOString()}\n`);

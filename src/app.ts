@@ -64,6 +64,9 @@ import { createLogGrowth } from "./changes/log-growth.js";
 import { createChangeFeedServiceImpl } from "./edge/change-feed-handlers.js";
 import { createCachedEntryRepository } from "./storage/entry-cache.js";
 import { createReadAnswers } from "./edge/read-answers.js";
+import { createExplorer, type ExplorerLookup } from "./edge/explorer/explorer-pages.js";
+import { explorerDirectory, loadExplorerFiles } from "./edge/explorer/explorer-files.js";
+import { createRegistryLookup } from "./edge/explorer/registry-lookup.js";
 import { createKnexEntryRepository } from "./storage/knex-entry-repository.js";
 import { createKnexDiscoveryRepository } from "./storage/knex-discovery-repository.js";
 import { createKnexSearchRepository } from "./storage/knex-search-repository.js";
@@ -163,6 +166,7 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
     quiesce,
     changeFeed,
     logFiles,
+    explorerSource,
   } = await createServices(
     config,
     { primary: database, replicas, routing },
@@ -221,6 +225,10 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       adapter: pipelines.adapter,
       rest: pipelines.rest,
       logFiles,
+      explorer:
+        explorerSource === undefined
+          ? undefined
+          : createExplorer({ ...explorerSource, files: await loadExplorerFiles(explorerDirectory()), log: logUnexpected }),
       changeStream:
         changeFeed === undefined
           ? undefined
@@ -562,6 +570,8 @@ async function createServices(
   close(): Promise<void>;
   changeFeed?: ChangeLogService;
   logFiles?: LogFiles;
+  /** What the explorer's pages need: the log key they pin, and lookups for their 404s. */
+  explorerSource?: { readonly logKey: string; readonly lookup: ExplorerLookup };
 }> {
   const { primary: database, replicas } = databases;
   const services: ServedService[] = [];
@@ -636,7 +646,14 @@ async function createServices(
   services.push(servedService(RegistryService, impl));
   services.push(servedService(ChangeFeedService, createChangeFeedServiceImpl(log.changeFeed)));
   services.push(servedService(TransparencyLogService, createTransparencyLogServiceImpl(log.transparency, log.key)));
-  return { services, quiesce: log.quiesce, close: log.close, changeFeed: log.changeFeed, logFiles: log.files };
+  return {
+    services,
+    quiesce: log.quiesce,
+    close: log.close,
+    changeFeed: log.changeFeed,
+    logFiles: log.files,
+    explorerSource: { logKey: log.key.verifierKey, lookup: createRegistryLookup({ entries, discovery }) },
+  };
 }
 
 /**

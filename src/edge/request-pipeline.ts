@@ -16,6 +16,7 @@ import {
 } from "../transport/http-exchange.js";
 import { handToAdapter, type CallObserver } from "./observability.js";
 import { createApiDocs } from "./openapi/api-docs.js";
+import type { Explorer } from "./explorer/explorer-pages.js";
 import { createOpenApiDocument } from "./openapi/openapi-document.js";
 import { writeJson, type RestRoute } from "./rest-transcoder.js";
 import { connectUnaryCodec, errorBody, serveConnectUnary } from "../transport/connect-protocol.js";
@@ -44,6 +45,8 @@ export interface RequestPipelineOptions {
   };
   /** Serves the transparency log's tiles and checkpoint (C2SP tlog-tiles); absent where it is not served. */
   readonly logFiles?: LogFiles;
+  /** Serves the web explorer's pages (docs/explorer.md); absent where the registry is not served. */
+  readonly explorer?: Explorer;
   /** Serves GET /v1/changes/stream (Server-Sent Events); absent where the change feed is not served. */
   readonly changeStream?: (exchange: HttpExchange) => Promise<void>;
   /** Whether the service can serve: its database answers. */
@@ -93,6 +96,7 @@ export function createRequestPipeline(options: RequestPipelineOptions): RequestH
       return;
     }
     if (docs?.serve(exchange)) return;
+    if (options.explorer?.serve(exchange)) return;
     // Traced, the handling runs in the call's span (its queries nest under it) from here on.
     const work = traced === undefined ? route(exchange, path) : traced(exchange, () => route(exchange, path));
     if (work !== undefined) {

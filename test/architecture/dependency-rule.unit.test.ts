@@ -59,14 +59,20 @@ interface ImportSite {
 
 function sourceFiles(folder: string): string[] {
   return readdirSync(join(REPO, folder), { recursive: true, withFileTypes: true })
-    .filter((entry) => entry.isFile() && entry.name.endsWith(".ts"))
+    .filter((entry) => entry.isFile() && (entry.name.endsWith(".ts") || entry.name.endsWith(".tsx")))
     .map((entry) => relative(REPO, join(entry.parentPath, entry.name)))
     .sort();
 }
 
 function importsOf(file: string): ImportSite[] {
   const text = readFileSync(join(REPO, file), "utf8");
-  const source = ts.createSourceFile(file, text, ts.ScriptTarget.Latest, true, ts.ScriptKind.TS);
+  const source = ts.createSourceFile(
+    file,
+    text,
+    ts.ScriptTarget.Latest,
+    true,
+    file.endsWith(".tsx") ? ts.ScriptKind.TSX : ts.ScriptKind.TS,
+  );
   const sites: ImportSite[] = [];
   const record = (node: ts.Node, literal: ts.Expression | undefined, names: readonly string[] | undefined) => {
     if (literal === undefined || !ts.isStringLiteralLike(literal)) return;
@@ -153,6 +159,18 @@ function transportViolation(site: ImportSite): string | undefined {
 }
 
 /**
+ * What is wrong with an import from explorer/src, if anything: it is browser code, built into the
+ * page, so it reaches the registry only as any client does, through the SDK and the descriptors.
+ */
+function explorerViolation(site: ImportSite): string | undefined {
+  if (site.target !== undefined) {
+    const allowed = ["explorer/src/", "src/sdk/", "gen/"].some((folder) => site.target!.startsWith(folder));
+    return allowed ? undefined : "the explorer imports only its own files, src/sdk and gen/";
+  }
+  return isBuiltin(site.specifier) ? "the explorer runs in a browser: no node module" : undefined;
+}
+
+/**
  * The files that import each other in a circle, one list per circle: each strongly connected
  * component of the import graph (Tarjan's algorithm) larger than one file, or a file importing itself.
  */
@@ -231,6 +249,13 @@ describe("dependencies point inwards", () => {
     expect(violations(["src/transport"], transportViolation)).toEqual([]);
     // The rule sees a violation where one would be: the edge's imports of the registry's errors.
     expect(importsOf("src/edge/error-mapping.ts").map(transportViolation)).toContain("the transport imports only its own files");
+  });
+
+  it("the explorer imports only itself, the SDK, the generated descriptors and browser packages", () => {
+    expect(violations(["explorer/src"], explorerViolation)).toEqual([]);
+    expect(
+      explorerViolation({ file: "explorer/src/x.tsx", line: 1, specifier: "../../src/app.js", target: "src/app.ts", names: undefined }),
+    ).toMatch(/only its own files/);
   });
 
   it("the cycle finder finds a circle, and no file in src/ imports itself through others", () => {

@@ -45,6 +45,7 @@ it("ships compiled JavaScript only: no sources, no TypeScript runtime, no instal
   expect(shipped).toContain("bin/registry.js");
   expect(shipped).toContain("dist/src/cli/run.js");
   expect(shipped).toContain("dist/src/edge/openapi/swagger-ui/swagger-ui-bundle.js");
+  expect(shipped).toContain("dist/explorer/index.html");
   expect(shipped.filter((path) => path.endsWith(".ts") && !path.endsWith(".d.ts"))).toEqual([]);
   expect(shipped.filter((path) => path.startsWith("src/") || path.startsWith("test/"))).toEqual([]);
 
@@ -89,6 +90,11 @@ it("puts `registry` on the PATH, which serves on the embedded database", async (
   const renderer = await fetch(`${url}/docs/swagger-ui-bundle.js`);
   expect(renderer.status).toBe(200);
   expect((await renderer.arrayBuffer()).byteLength).toBeGreaterThan(100_000);
+  // The explorer, from the build the package carries: the page and the script it names.
+  const home = await fetch(url);
+  expect(home.status).toBe(200);
+  const script = /src="(\/assets\/[^"]+\.js)"/.exec(await home.text())?.[1];
+  expect((await fetch(`${url}${script}`)).status).toBe(200);
 
   const exited = new Promise<number | null>((resolve) => server?.once("exit", (code) => resolve(code)));
   server.kill("SIGTERM");

@@ -1,0 +1,51 @@
+import { existsSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { basename, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { Encoding } from "../../transport/compression.js";
+
+/**
+ * Where the built explorer is: dist/explorer/, beside the compiled service in an install, or under
+ * the repository's dist/ when the service runs from its sources. bin/build.js writes it.
+ */
+export function explorerDirectory(): string {
+  const up = fileURLToPath(new URL("../../../", import.meta.url));
+  return basename(up) === "dist" ? join(up, "explorer") : join(up, "dist", "explorer");
+}
+
+/** The built files the server reads: the page template, and the hashed assets by name. */
+export interface ExplorerFiles {
+  /** index.html as built, or undefined when there is no build. */
+  readonly template: string | undefined;
+  readAsset(file: string): Promise<Buffer | undefined>;
+  /** The build's compressed form of an asset (`.br`, `.gz` beside it), or undefined. */
+  readCompressedAsset(file: string, encoding: Encoding): Promise<Buffer | undefined>;
+}
+
+export async function loadExplorerFiles(directory: string): Promise<ExplorerFiles> {
+  const indexPath = join(directory, "index.html");
+  const template = existsSync(indexPath) ? await readFile(indexPath, "utf8") : undefined;
+  return {
+    template,
+    async readAsset(file) {
+      return readFile(join(directory, "assets", file)).catch(() => undefined);
+    },
+    async readCompressedAsset(file, encoding) {
+      return readFile(join(directory, "assets", `${file}.${encoding === "br" ? "br" : "gz"}`)).catch(() => undefined);
+    },
+  };
+}
+
+/** The page every address answers: the template with the log's verifier key filled in for the page to pin. */
+export function pageHtml(template: string, logKey: string): string {
+  return template.replace("%REGISTRY_LOG_KEY%", escapeAttribute(logKey));
+}
+
+function escapeAttribute(text: string): string {
+  return text.replace(/&/g, "&amp;").replace(/"/g, "&quot;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+}
+
+/** What `/` says when the service runs without a built explorer (a development run). */
+export const NOT_BUILT_TEXT =
+  "The explorer is not built. Run `npm run build` (or `node bin/build-explorer.js`) and restart the registry.\n" +
+  "The API is served as usual: see /docs.\n";

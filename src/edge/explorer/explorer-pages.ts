@@ -1,0 +1,123 @@
+import { compress, SUPPORTED_ENCODINGS } from "../../transport/compression.js";
+import type { HttpExchange, ResponseHeaders } from "../../transport/http-exchange.js";
+import { type ExplorerFiles, NOT_BUILT_TEXT, pageHtml } from "./explorer-files.js";
+import { type ExplorerAddress, explorerAddress } from "./page-addresses.js";
+import { answerStatic, type StaticBody, staticBody } from "./static-answer.js";
+
+/** What the server asks the registry before answering a page, so an unknown one is a 404. */
+export interface ExplorerLookup {
+  /** Whether resolving `did` (bare or with @version) finds an entry. */
+  entryExists(did: string): Promise<boolean>;
+  /** Whether `did` has published anything. */
+  publisherExists(did: string): Promise<boolean>;
+}
+
+export interface ExplorerOptions {
+  readonly files: ExplorerFiles;
+  /** The log's verifier key, which the page pins to check checkpoints. */
+  readonly logKey: string;
+  readonly lookup: ExplorerLookup;
+  readonly log: (error: unknown) => void;
+}
+
+/** Serves the explorer's pages and assets; false leaves every other request to the API. */
+export interface Explorer {
+  serve(exchange: HttpExchange): boolean;
+}
+
+/**
+ * Nothing loads from elsewhere, no inline script or style runs, no other site frames a page, and
+ * forms post only here. The page's own script is all that runs (index.html has no inline code).
+ */
+const PAGE_HEADERS: Readonly<ResponseHeaders> = Object.freeze({
+  "content-type": "text/html; charset=utf-8",
+  "content-security-policy":
+    "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; " +
+    "frame-ancestors 'none'; base-uri 'none'; form-action 'self'",
+  "x-frame-options": "DENY",
+  "referrer-policy": "same-origin",
+  // Pages change with every deploy: caches revalidate them by ETag.
+  "cache-control": "no-cache",
+});
+
+/** Hashed names change with their content, so a cache may keep an asset for good. */
+const ASSET_CACHE = "public, max-age=31536000, immutable";
+
+const ASSET_TYPES: Readonly<Record<string, string>> = {
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  svg: "image/svg+xml",
+  png: "image/png",
+  woff2: "font/woff2",
+};
+
+export function createExplorer(options: ExplorerOptions): Explorer {
+  const { files, lookup } = options;
+  const page = files.template === undefined ? undefined : staticBody(Buffer.from(pageHtml(files.template, options.logKey)));
+  const assets = new Map<string, Promise<StaticBody | undefined>>();
+
+  function asset(file: string): Promise<StaticBody | undefined> {
+    let loaded = assets.get(file);
+    if (loaded === undefined) {
+      loaded = files.readAsset(file).then((bytes) => (bytes === undefined ? undefined : withBuiltForms(file, staticBody(bytes))));
+      assets.set(file, loaded);
+    }
+    return loaded;
+  }
+
+  /** The build's compressed forms where it made them; others are compressed on first demand. */
+  function withBuiltForms(file: string, body: StaticBody): StaticBody {
+    for (const encoding of SUPPORTED_ENCODINGS) {
+      const built = files.readCompressedAsset(file, encoding);
+      body.coded.set(
+        encoding,
+        built.then((bytes) => bytes ?? compress(encoding, body.bytes)),
+      );
+    }
+    return body;
+  }
+
+  async function found(address: ExplorerAddress): Promise<boolean> {
+    if (address.page === "entry") return lookup.entryExists(address.did);
+    if (address.page === "publisher") return lookup.publisherExists(address.did);
+    return true;
+  }
+
+  async function answer(exchange: HttpExchange, address: ExplorerAddress): Promise<void> {
+    if (address.page === "asset") {
+      const body = await asset(address.file);
+      if (body === undefined) {
+        exchange.respond(404, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }, Buffer.from("no such asset\n"));
+        return;
+      }
+      const type = ASSET_TYPES[address.file.slice(address.file.lastIndexOf(".") + 1)]!;
+      await answerStatic(exchange, 200, { "content-type": type, "cache-control": ASSET_CACHE }, body);
+      return;
+    }
+    if (page === undefined) {
+      exchange.respond(503, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }, Buffer.from(NOT_BUILT_TEXT));
+      return;
+    }
+    // The page itself renders the not-found view; the status tells crawlers and scripts.
+    await answerStatic(exchange, (await found(address)) ? 200 : 404, PAGE_HEADERS, page);
+  }
+
+  return {
+    serve(exchange) {
+      if (exchange.method !== "GET" && exchange.method !== "HEAD") return false;
+      const address = explorerAddress(exchange.path);
+      if (address === undefined) return false;
+      exchange.observation.quiet = true;
+      answer(exchange, address).catch((error: unknown) => {
+        options.log(error);
+        if (!exchange.done)
+          exchange.respond(
+            500,
+            { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
+            Buffer.from("page unavailable\n"),
+          );
+      });
+      return true;
+    },
+  };
+}
