@@ -17,3 +17,16 @@ export function pinnedLogKey(): string | undefined {
   const content = document.querySelector('meta[name="registry-log-key"]')?.getAttribute("content") ?? "";
   return content === "" || content.startsWith("%") ? undefined : content;
 }
+
+/**
+ * The verified history of a DID (the SDK's history verifier with the pinned key), as one query:
+ * the timeline and the verification share it when they ask for the same DID.
+ */
+export function historyQuery(did: string) {
+  const logKey = pinnedLogKey();
+  return {
+    queryKey: ["history", did, logKey],
+    queryFn: () => registryClient.history(did, logKey === undefined ? {} : { logKey }),
+    retry: false,
+  } as const;
+}

@@ -129,6 +129,7 @@ describe("pages in Chromium", () => {
     expect(transferred).toBeGreaterThan(0);
     expect(transferred).toBeLessThanOrEqual(250 * KB);
     expect(await page.title()).toBe("Explore the registry · Open Registry");
+    await shows(".checkpoint-age", /Its newest record was logged (just now|\d+ seconds? ago|1 minute ago)\./);
     await shows(".change-list li", `${NAME}@1.0.0`);
     // Published after the page opened: the SSE feed brings it in without a reload.
     await publishVersion(setup, "live-one", "1.0.0");
@@ -166,7 +167,7 @@ describe("pages in Chromium", () => {
       expect.stringMatching(/^1\.1\.0\s+deprecated/),
       expect.stringMatching(/^1\.0\.0\s+yanked/),
     ]);
-    await shows(".verification", /Verified against checkpoint \d+/);
+    await shows(".verification", /Verified against checkpoint \d+.*the entry served matches its log records/);
     await shows(".timeline li", "deprecate");
     expect(await page.locator(".timeline li").count()).toBe(2);
     expect(await page.getByRole("link", { name: "This entry as JSON" }).getAttribute("href")).toBe(`/v1/entries/${NAME}@1.1.0`);

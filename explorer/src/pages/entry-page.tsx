@@ -89,7 +89,7 @@ function EntryView({ did, entry }: { readonly did: string; readonly entry: Entry
           <dd className="wrap">{entry.contentHash}</dd>
         </dl>
       </section>
-      <Verification did={entry.entryDid} />
+      <Verification entry={entry} />
       <Versions bare={bare} current={entry.version} />
       <HistoryTimeline did={did} />
       <section aria-labelledby="api-heading" className="panel">

@@ -1,5 +1,5 @@
 import { useQuery } from "@tanstack/react-query";
-import { pinnedLogKey, registryClient } from "../registry.js";
+import { historyQuery } from "../registry.js";
 import { publisherHref } from "../router.js";
 import { shortDid } from "./state-banner.js";
 import { TimeText } from "./time-text.js";
@@ -19,12 +19,7 @@ interface TimelineRecord {
  * verifier against one checkpoint signed by the pinned log key before any of it is shown.
  */
 export function HistoryTimeline({ did }: { readonly did: string }) {
-  const logKey = pinnedLogKey();
-  const history = useQuery({
-    queryKey: ["history", did, logKey],
-    queryFn: () => registryClient.history(did, logKey === undefined ? {} : { logKey }),
-    retry: false,
-  });
+  const history = useQuery(historyQuery(did));
   return (
     <section aria-labelledby="history-heading" className="panel">
       <h2 id="history-heading">History</h2>

@@ -13,7 +13,7 @@ export function UsageSnippets({ did }: { readonly did: string }) {
       </pre>
       <h3>SDK</h3>
       <pre>
-        <code>{`import { createRegistryClient } from "open-registry/sdk";
+        <code>{`import { createRegistryClient } from "@open-registry/sdk";
 
 const client = createRegistryClient({ baseUrl: "${origin}" });
 const entry = await client.resolve("${did}");`}</code>
