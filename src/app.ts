@@ -228,7 +228,12 @@ export async function startRegistry(config: RegistryConfig, options: StartOption
       explorer:
         explorerSource === undefined
           ? undefined
-          : createExplorer({ ...explorerSource, files: await loadExplorerFiles(explorerDirectory()), log: logUnexpected }),
+          : createExplorer({
+              ...explorerSource,
+              files: await loadExplorerFiles(explorerDirectory()),
+              limitLookup: limitRead,
+              log: logUnexpected,
+            }),
       changeStream:
         changeFeed === undefined
           ? undefined

@@ -50,7 +50,7 @@ function PageFor({ route }: { readonly route: Route }) {
     case "home":
       return <HomePage />;
     case "search":
-      return <SearchPage q={route.q} entryType={route.entryType} cursor={route.cursor} />;
+      return <SearchPage q={route.q} entryType={route.entryType} cursor={route.cursor} limit={route.limit} />;
     case "entry":
       return <EntryPage key={route.did} did={route.did} />;
     case "publisher":

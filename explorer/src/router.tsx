@@ -7,7 +7,7 @@ import { useEffect, useSyncExternalStore } from "react";
  */
 export type Route =
   | { readonly page: "home" }
-  | { readonly page: "search"; readonly q: string; readonly entryType: string; readonly cursor: string }
+  | { readonly page: "search"; readonly q: string; readonly entryType: string; readonly cursor: string; readonly limit: string }
   | { readonly page: "entry"; readonly did: string }
   | { readonly page: "publisher"; readonly did: string }
   | { readonly page: "log" }
@@ -45,7 +45,7 @@ export function routeOf(href: string): Route {
   if (path === "/log") return { page: "log" };
   if (path === "/search") {
     const get = (name: string) => url.searchParams.get(name) ?? "";
-    return { page: "search", q: get("q"), entryType: get("entryType"), cursor: get("cursor") };
+    return { page: "search", q: get("q"), entryType: get("entryType"), cursor: get("cursor"), limit: get("limit") };
   }
   for (const [prefix, page] of [
     ["/entries/", "entry"],
@@ -71,10 +71,10 @@ export function publisherHref(did: string): string {
   return `/publishers/${encodeURI(did).replace(/[?#]/g, encodeURIComponent)}`;
 }
 
-export function searchHref(q: string, entryType = "", cursor = ""): string {
+/** A search's address: the API's parameter names, the empty ones left out. */
+export function searchHref(q: string, more: { entryType?: string; limit?: string; cursor?: string } = {}): string {
   const params = new URLSearchParams({ q });
-  if (entryType !== "") params.set("entryType", entryType);
-  if (cursor !== "") params.set("cursor", cursor);
+  for (const [name, value] of Object.entries(more)) if (value !== undefined && value !== "") params.set(name, value);
   return `/search?${params.toString()}`;
 }
 

@@ -2,7 +2,7 @@ import AxeBuilder from "@axe-core/playwright";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { changeLifecycle, checkpointReaches, publishVersion } from "../mirror/mirror-fixture.js";
-import { type PublishingSetup, startPublishingRegistry } from "../support/registry-fixture.js";
+import { type PublishingSetup, startPublishingRegistry, startRegistryOnFreshDatabase } from "../support/registry-fixture.js";
 import { buildExplorer, launchChromium, openWatchedPage, type WatchedPage } from "./explorer-browser.js";
 
 /**
@@ -92,6 +92,19 @@ describe("serving", () => {
     expect((await fetch(`${base}/publishers/${setup.publisher.did}`)).status).toBe(200);
   });
 
+  it("draws a page that looks something up from the address's read bucket", async () => {
+    const limited = await startRegistryOnFreshDatabase({ rateLimitRps: 1, rateLimitBurst: 2 });
+    try {
+      const statuses = [];
+      for (let i = 0; i < 3; i++) statuses.push((await fetch(`${limited.registry.url}/entries/${NAME}`)).status);
+      expect(statuses).toEqual([404, 404, 429]);
+      // Pages that cost no lookup are static files, as the API's documentation is.
+      expect((await fetch(limited.registry.url)).status).toBe(200);
+    } finally {
+      await limited.close();
+    }
+  });
+
   it("leaves the API's paths their meaning", async () => {
     expect((await fetch(`${base}/v1/entries/${NAME}`)).headers.get("content-type")).toMatch(/^application\/json/);
     expect((await fetch(`${base}/openapi.json`)).headers.get("content-type")).toMatch(/^application\/json/);
@@ -150,6 +163,18 @@ describe("pages in Chromium", () => {
     await page.goto(`${base}/search?q=pdf&entryType=skill`);
     await shows(".entry-list li", OTHER);
     console.log(`explorer /search: first result ${Date.now() - direct} ms after loading /search?q=pdf directly`);
+    // One result a page: the next page is a link that carries the cursor, and survives a reload.
+    await page.goto(`${base}/search?q=web&limit=1`);
+    await page.locator(".entry-list li").first().waitFor();
+    const first = await page.locator(".entry-list li h3").allInnerTexts();
+    expect(first).toHaveLength(1);
+    await page.getByRole("link", { name: "Next page" }).click();
+    await page.waitForURL(/cursor=/);
+    await page.reload();
+    await page.locator(".entry-list li").first().waitFor();
+    const second = await page.locator(".entry-list li h3").allInnerTexts();
+    expect(second).toHaveLength(1);
+    expect(second).not.toEqual(first);
     await page.goto(`${base}/search?q=zzzzqqq`);
     await shows("main", "Nothing matches");
   });

@@ -4,10 +4,19 @@ import { EntryList } from "../parts/entry-list.js";
 import { SearchForm } from "../parts/search-form.js";
 import { searchHref, useTitle } from "../router.js";
 
+interface SearchProps {
+  readonly q: string;
+  readonly entryType: string;
+  readonly cursor: string;
+  /** Results a page, as the address gives it; the registry's default when absent or not a number. */
+  readonly limit: string;
+}
+
 /** Ranked search results (GET /v1/search), one page per address; the next page is a link. */
-export function SearchPage({ q, entryType, cursor }: { readonly q: string; readonly entryType: string; readonly cursor: string }) {
+export function SearchPage({ q, entryType, cursor, limit }: SearchProps) {
   useTitle(q === "" ? "Search" : `Search: ${q}`);
-  const results = useQuery(RegistryService.method.searchEntries, { q, entryType, cursor }, { enabled: q !== "" });
+  const pageSize = /^\d{1,3}$/.test(limit) ? Number(limit) : 0;
+  const results = useQuery(RegistryService.method.searchEntries, { q, entryType, cursor, limit: pageSize }, { enabled: q !== "" });
   return (
     <>
       <h1>{q === "" ? "Search" : `Results for “${q}”`}</h1>
@@ -25,7 +34,7 @@ export function SearchPage({ q, entryType, cursor }: { readonly q: string; reado
         )}
         {results.data?.nextCursor && (
           <p>
-            <a href={searchHref(q, entryType, results.data.nextCursor)} rel="next">
+            <a href={searchHref(q, { entryType, limit, cursor: results.data.nextCursor })} rel="next">
               Next page
             </a>
           </p>

@@ -9,7 +9,7 @@ export function SearchForm({ q = "", entryType = "" }: { readonly q?: string; re
   const typeId = useId();
   function submit(event: FormEvent<HTMLFormElement>) {
     event.preventDefault();
-    if (text.trim() !== "") navigate(searchHref(text.trim(), type));
+    if (text.trim() !== "") navigate(searchHref(text.trim(), { entryType: type }));
   }
   return (
     <search>

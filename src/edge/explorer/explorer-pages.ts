@@ -1,5 +1,6 @@
 import { compress, SUPPORTED_ENCODINGS } from "../../transport/compression.js";
 import type { HttpExchange, ResponseHeaders } from "../../transport/http-exchange.js";
+import type { ExchangeLimit } from "../rate-limit-interceptor.js";
 import { type ExplorerFiles, NOT_BUILT_TEXT, pageHtml } from "./explorer-files.js";
 import { type ExplorerAddress, explorerAddress } from "./page-addresses.js";
 import { answerStatic, type StaticBody, staticBody } from "./static-answer.js";
@@ -17,6 +18,8 @@ export interface ExplorerOptions {
   /** The log's verifier key, which the page pins to check checkpoints. */
   readonly logKey: string;
   readonly lookup: ExplorerLookup;
+  /** The per-address "reads" limit a page that costs a lookup draws from; none when reads are not limited. */
+  readonly limitLookup?: ExchangeLimit;
   readonly log: (error: unknown) => void;
 }
 
@@ -98,6 +101,8 @@ export function createExplorer(options: ExplorerOptions): Explorer {
       exchange.respond(503, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }, Buffer.from(NOT_BUILT_TEXT));
       return;
     }
+    const looksUp = address.page === "entry" || address.page === "publisher";
+    if (looksUp && options.limitLookup !== undefined && !(await options.limitLookup(exchange))) return;
     // The page itself renders the not-found view; the status tells crawlers and scripts.
     await answerStatic(exchange, (await found(address)) ? 200 : 404, PAGE_HEADERS, page);
   }
