@@ -1,7 +1,7 @@
 import AxeBuilder from "@axe-core/playwright";
 import type { Browser } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { changeLifecycle, checkpointReaches, publishVersion } from "../mirror/mirror-fixture.js";
+import { changeLifecycle, checkpointReaches, publishVersion, revokeVersion } from "../mirror/mirror-fixture.js";
 import { type PublishingSetup, startPublishingRegistry, startRegistryOnFreshDatabase } from "../support/registry-fixture.js";
 import { buildExplorer, launchChromium, openWatchedPage, type WatchedPage } from "./explorer-browser.js";
 
@@ -12,6 +12,7 @@ import { buildExplorer, launchChromium, openWatchedPage, type WatchedPage } from
 
 const NAME = "did:reg:main:skill:web-search";
 const OTHER = "did:reg:main:skill:pdf-reader";
+const REVOKED = "did:reg:main:skill:old-tool";
 const KB = 1024;
 
 let setup: PublishingSetup;
@@ -26,9 +27,11 @@ beforeAll(async () => {
   base = setup.registry.url;
   for (const version of ["1.0.0", "1.1.0", "2.0.0"]) await publishVersion(setup, "web-search", version);
   await publishVersion(setup, "pdf-reader", "1.0.0");
+  await publishVersion(setup, "old-tool", "1.0.0");
   await changeLifecycle(setup, `${NAME}@1.1.0`, "deprecate", { reason: "use 2.0", replacement: `${NAME}@2.0.0` });
   await changeLifecycle(setup, `${NAME}@1.0.0`, "yank", { reason: "broken build" });
-  logSize = 6;
+  await revokeVersion(setup, `${REVOKED}@1.0.0`, "key leaked");
+  logSize = 8;
   await checkpointReaches(base, logSize);
   browser = await launchChromium();
   tab = await openWatchedPage(browser);
@@ -208,11 +211,23 @@ describe("pages in Chromium", () => {
     await shows(".verification", /Verified against checkpoint/);
   });
 
+  it("entry: a revoked version's banner, and the name's only controller", async () => {
+    const { page } = tab;
+    await page.goto(`${base}/entries/${REVOKED}`);
+    await shows(".state-banner", "Revoked");
+    await shows(".state-banner", "Reason: key leaked");
+    await shows(".facts dd", "(owner: a name's first publisher controls it)");
+    await shows(".timeline li", "revoked");
+    await shows(".verification", /Verified against checkpoint/);
+  });
+
   it("publisher and log pages", async () => {
     const { page } = tab;
     await page.goto(`${base}/publishers/${setup.publisher.did}`);
     await shows("table.versions td", NAME);
     await shows("table.versions td", OTHER);
+    // Revoked versions too: the page lists what the publisher published, in any state.
+    await shows("table.versions tr", new RegExp(`${REVOKED}.*revoked`));
     expect(await page.title()).toBe(`Publisher ${setup.publisher.did} · Open Registry`);
     await page.goto(`${base}/log`);
     await shows("pre", /^\S+\n\d+\n/);

@@ -69,6 +69,13 @@ function EntryView({ did, entry }: { readonly did: string; readonly entry: Entry
               {shortDid(entry.publisherDid)}
             </a>
           </dd>
+          <dt>Controllers</dt>
+          <dd>
+            <a href={publisherHref(entry.publisherDid)} title={entry.publisherDid}>
+              {shortDid(entry.publisherDid)}
+            </a>{" "}
+            (owner: a name's first publisher controls it)
+          </dd>
           <dt>Published</dt>
           <dd>
             <TimeText at={entry.publishedAt} />

@@ -23,8 +23,8 @@ export function stateNotes(entry: Entry): StateNote[] {
       at: entry.removal.at,
       severe: true,
     });
-  if (entry.revokedAt)
-    notes.push({ title: "Revoked", why: entry.revocationReason ?? "", by: entry.publisherDid, at: entry.revokedAt, severe: true });
+  // The entry does not say who revoked it (its publisher or a moderator): the history does.
+  if (entry.revokedAt) notes.push({ title: "Revoked", why: entry.revocationReason ?? "", by: "", at: entry.revokedAt, severe: true });
   if (entry.quarantine)
     notes.push({
       title: "Quarantined by a moderator",
@@ -77,7 +77,14 @@ export function StateBanner({ entry }: { readonly entry: Entry }) {
             </p>
           )}
           <p className="state-by">
-            By <a href={publisherHref(note.by)}>{shortDid(note.by)}</a> on <TimeText at={note.at} />
+            {note.by === "" ? (
+              "On "
+            ) : (
+              <>
+                By <a href={publisherHref(note.by)}>{shortDid(note.by)}</a> on{" "}
+              </>
+            )}
+            <TimeText at={note.at} />
           </p>
         </div>
       ))}
