@@ -1,4 +1,3 @@
-import { existsSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,8 +22,8 @@ export interface ExplorerFiles {
 }
 
 export async function loadExplorerFiles(directory: string): Promise<ExplorerFiles> {
-  const indexPath = join(directory, "index.html");
-  const template = existsSync(indexPath) ? await readFile(indexPath, "utf8") : undefined;
+  // No build, or one being rewritten this moment: the pages say how to build rather than the start failing.
+  const template = await readFile(join(directory, "index.html"), "utf8").catch(() => undefined);
   return {
     template,
     async readAsset(file) {
