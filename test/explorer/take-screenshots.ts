@@ -34,6 +34,13 @@ const SAMPLES = [
   },
   { name: "pdf-reader", version: "0.3.1", description: "Extracts text, tables and metadata from PDF files.", tags: ["pdf", "documents"] },
   { name: "calendar-sync", version: "1.2.0", description: "Keeps two calendars in step, both ways.", tags: ["calendar"] },
+  { name: "web-scraper", version: "0.9.0", description: "Fetches pages and extracts their main text.", tags: ["web", "html"] },
+  {
+    name: "news-digest",
+    version: "2.1.0",
+    description: "Summarises the day's news from the web in five lines.",
+    tags: ["news", "summary"],
+  },
 ];
 
 // Built before the registry starts: it reads the page it serves at start.
@@ -66,7 +73,7 @@ try {
   const browser = await launchChromium();
   const shots: [string, string, number][] = [
     ["home", "/", 1100],
-    ["search", "/search?q=search", 1100],
+    ["search", "/search?q=web", 1100],
     ["entry", `/entries/${NAME}@1.1.0`, 1100],
     ["publisher", `/publishers/${setup.publisher.did}`, 1100],
     ["log", "/log", 1100],
