@@ -211,6 +211,31 @@ describe("pages in Chromium", () => {
     await shows(".verification", /Verified against checkpoint/);
   });
 
+  it("entry: says what does not verify when the registry's answers are altered on the way", async () => {
+    const altered = await openWatchedPage(browser);
+    try {
+      const { page } = altered;
+      // A proof whose first sibling hash is replaced, and a resolve whose description is not the logged one.
+      await page.route("**/registry.v1.TransparencyLogService/GetEntryProof", async (route) => {
+        const body = await (await route.fetch()).json();
+        body.proof[0] = Buffer.alloc(32).toString("base64");
+        await route.fulfill({ json: body });
+      });
+      await page.route("**/registry.v1.RegistryService/ResolveEntry", async (route) => {
+        const body = await (await route.fetch()).json();
+        body.entry.description = "Not what the publisher signed";
+        await route.fulfill({ json: body });
+      });
+      await page.goto(`${base}/entries/${NAME}@2.0.0`);
+      const verification = page.locator('.verification[data-state="failed"]');
+      await verification.waitFor();
+      expect(await verification.textContent()).toMatch(/Does not verify: .*inclusion/i);
+      expect(await verification.textContent()).toContain("The entry served differs from its log records in description");
+    } finally {
+      await altered.close();
+    }
+  });
+
   it("entry: a revoked version's banner, and the name's only controller", async () => {
     const { page } = tab;
     await page.goto(`${base}/entries/${REVOKED}`);
