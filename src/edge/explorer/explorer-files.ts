@@ -1,4 +1,4 @@
-import { readFile } from "node:fs/promises";
+import { readdir, readFile } from "node:fs/promises";
 import { basename, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Encoding } from "../../transport/compression.js";
@@ -16,6 +16,8 @@ export function explorerDirectory(): string {
 export interface ExplorerFiles {
   /** index.html as built, or undefined when there is no build. */
   readonly template: string | undefined;
+  /** The build's asset names (compressed forms aside), as listed at start. */
+  readonly assetNames: ReadonlySet<string>;
   readAsset(file: string): Promise<Buffer | undefined>;
   /** The build's compressed form of an asset (`.br`, `.gz` beside it), or undefined. */
   readCompressedAsset(file: string, encoding: Encoding): Promise<Buffer | undefined>;
@@ -24,9 +26,13 @@ export interface ExplorerFiles {
 export async function loadExplorerFiles(directory: string): Promise<ExplorerFiles> {
   // No build, or one being rewritten this moment: the pages say how to build rather than the start failing.
   const template = await readFile(join(directory, "index.html"), "utf8").catch(() => undefined);
+  const listed = await readdir(join(directory, "assets")).catch(() => [] as string[]);
+  const assetNames = new Set(listed.filter((name) => !name.endsWith(".br") && !name.endsWith(".gz")));
   return {
     template,
+    assetNames,
     async readAsset(file) {
+      if (!assetNames.has(file)) return undefined;
       return readFile(join(directory, "assets", file)).catch(() => undefined);
     },
     async readCompressedAsset(file, encoding) {

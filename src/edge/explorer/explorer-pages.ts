@@ -3,7 +3,7 @@ import type { HttpExchange, ResponseHeaders } from "../../transport/http-exchang
 import type { ExchangeLimit } from "../rate-limit-interceptor.js";
 import { type ExplorerFiles, NOT_BUILT_TEXT, pageHtml } from "./explorer-files.js";
 import { type ExplorerAddress, explorerAddress } from "./page-addresses.js";
-import { answerStatic, type StaticBody, staticBody } from "./static-answer.js";
+import { answerStatic, type StaticBody, staticBody } from "../static-answer.js";
 
 /** What the server asks the registry before answering a page, so an unknown one is a 404. */
 export interface ExplorerLookup {
@@ -59,11 +59,15 @@ export function createExplorer(options: ExplorerOptions): Explorer {
   const page = files.template === undefined ? undefined : staticBody(Buffer.from(pageHtml(files.template, options.logKey)));
   const assets = new Map<string, Promise<StaticBody | undefined>>();
 
+  // Only the build's own names are read and kept: a request for any other name costs no memory.
   function asset(file: string): Promise<StaticBody | undefined> {
+    if (!files.assetNames.has(file)) return Promise.resolve(undefined);
     let loaded = assets.get(file);
     if (loaded === undefined) {
       loaded = files.readAsset(file).then((bytes) => (bytes === undefined ? undefined : withBuiltForms(file, staticBody(bytes))));
       assets.set(file, loaded);
+      // A failed read (a broken install) is tried again on the next request rather than remembered.
+      void loaded.then((body) => body === undefined && assets.delete(file));
     }
     return loaded;
   }

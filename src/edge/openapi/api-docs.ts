@@ -1,9 +1,8 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { JsonObject } from "@bufbuild/protobuf";
-import { compress, COMPRESS_MIN_BYTES, negotiateEncoding, type Encoding } from "../../transport/compression.js";
-import { answerConditionally, codedEntityTag } from "../../transport/http-caching.js";
 import type { HttpExchange, ResponseHeaders } from "../../transport/http-exchange.js";
+import { answerStatic, type StaticBody, staticBody } from "../static-answer.js";
 import { openApiText } from "./openapi-document.js";
 import { RENDERER_FILES, rendererDirectory } from "./renderer-files.js";
 
@@ -22,12 +21,6 @@ interface Asset {
   readonly contentType: string;
   readonly cacheControl: string;
   readonly load: () => Promise<Buffer>;
-}
-
-/** An answer's bytes (their ETag is remembered per bytes object), and compressed forms once asked for. */
-interface LoadedAsset {
-  readonly body: Buffer;
-  readonly coded: Map<Encoding, Promise<Buffer>>;
 }
 
 /**
@@ -58,12 +51,12 @@ export function createApiDocs(document: JsonObject): ApiDocs {
       { contentType, cacheControl: RENDERER_MAX_AGE, load: async () => readFile(join(rendererDirectory(), file)) },
     ]),
   ]);
-  const loaded = new Map<string, Promise<LoadedAsset>>();
+  const loaded = new Map<string, Promise<StaticBody>>();
 
-  function load(path: string, asset: Asset): Promise<LoadedAsset> {
+  function load(path: string, asset: Asset): Promise<StaticBody> {
     let entry = loaded.get(path);
     if (entry === undefined) {
-      entry = asset.load().then((body) => ({ body, coded: new Map() }));
+      entry = asset.load().then(staticBody);
       // A failed read (a broken install) is retried on the next request rather than remembered.
       entry.catch(() => loaded.delete(path));
       loaded.set(path, entry);
@@ -72,27 +65,9 @@ export function createApiDocs(document: JsonObject): ApiDocs {
   }
 
   async function answer(exchange: HttpExchange, path: string, asset: Asset): Promise<void> {
-    const { body, coded } = await load(path, asset);
-    const headers: ResponseHeaders = { "cache-control": asset.cacheControl, vary: "Accept-Encoding" };
+    const headers: ResponseHeaders = { "content-type": asset.contentType, "cache-control": asset.cacheControl };
     if (asset.contentType.startsWith("text/html")) Object.assign(headers, HTML_HEADERS);
-    if (answerConditionally(exchange, headers, body)) return;
-    const encoding =
-      asset.contentType === "image/png" || body.byteLength < COMPRESS_MIN_BYTES
-        ? undefined
-        : negotiateEncoding(exchange.header("accept-encoding"));
-    headers["content-type"] = asset.contentType;
-    headers.etag = codedEntityTag(headers.etag as string, encoding);
-    if (encoding === undefined) {
-      exchange.respond(200, headers, body);
-      return;
-    }
-    let compressed = coded.get(encoding);
-    if (compressed === undefined) {
-      compressed = compress(encoding, body);
-      coded.set(encoding, compressed);
-    }
-    headers["content-encoding"] = encoding;
-    exchange.respond(200, headers, await compressed);
+    await answerStatic(exchange, 200, headers, await load(path, asset));
   }
 
   return {
