@@ -267,6 +267,9 @@ describe("pages in Chromium", () => {
     await shows("h1", "Not found");
     await shows("main", `There is no entry version ${NAME}@9.9.9 in this registry.`);
     expect(await page.title()).toBe(`Not found: ${NAME}@9.9.9 · Open Registry`);
+    const nobody = "did:key:z6MkhaXgBZDvotDkL5257faiztiGiC2QtKLGpbnnEGta2doK";
+    expect((await page.goto(`${base}/publishers/${nobody}`))?.status()).toBe(404);
+    await shows("main", `There is no publisher ${nobody} in this registry.`);
   });
 
   it("works from the keyboard: skip link, search box, then a result", async () => {
