@@ -30,8 +30,9 @@ beforeAll(async () => {
   await publishVersion(setup, "old-tool", "1.0.0");
   await changeLifecycle(setup, `${NAME}@1.1.0`, "deprecate", { reason: "use 2.0", replacement: `${NAME}@2.0.0` });
   await changeLifecycle(setup, `${NAME}@1.0.0`, "yank", { reason: "broken build" });
+  await changeLifecycle(setup, `${NAME}@1.0.0`, "deprecate", { reason: "superseded" });
   await revokeVersion(setup, `${REVOKED}@1.0.0`, "key leaked");
-  logSize = 8;
+  logSize = 9;
   await checkpointReaches(base, logSize);
   browser = await launchChromium();
   tab = await openWatchedPage(browser);
@@ -193,7 +194,7 @@ describe("pages in Chromium", () => {
     expect(await rows.allInnerTexts()).toEqual([
       expect.stringMatching(/^2\.0\.0\s+active/),
       expect.stringMatching(/^1\.1\.0\s+deprecated/),
-      expect.stringMatching(/^1\.0\.0\s+yanked/),
+      expect.stringMatching(/^1\.0\.0\s+yanked deprecated/),
     ]);
     await shows(".verification", /Verified against checkpoint \d+.*the entry served matches its log records/);
     await shows(".timeline li", "deprecate");
@@ -205,6 +206,8 @@ describe("pages in Chromium", () => {
     // The yanked version, reached by a link in place, and still there after a reload.
     await page.getByRole("link", { name: "1.0.0", exact: true }).click();
     await shows(".state-banner", "Yanked");
+    // Both states that apply, the more severe first.
+    expect(await page.locator(".state-banner h2").allTextContents()).toEqual(["Yanked", "Deprecated"]);
     expect(new URL(page.url()).pathname).toBe(`/entries/${NAME}@1.0.0`);
     await page.reload();
     await shows(".state-banner", "broken build");
