@@ -117,13 +117,14 @@ export function createExplorer(options: ExplorerOptions): Explorer {
       const address = explorerAddress(exchange.path);
       if (address === undefined) return false;
       exchange.observation.quiet = true;
+      // A lookup that failed (the database out of reach) says to try again, as the API's 503 does.
       answer(exchange, address).catch((error: unknown) => {
         options.log(error);
         if (!exchange.done)
           exchange.respond(
-            500,
-            { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" },
-            Buffer.from("page unavailable\n"),
+            503,
+            { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store", "retry-after": "1" },
+            Buffer.from("page unavailable for now: try again shortly\n"),
           );
       });
       return true;
