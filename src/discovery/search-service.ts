@@ -27,7 +27,7 @@ export type SearchService = ReturnType<typeof createSearchService>;
 
 /**
  * Ranked search (CONTRACT-HISTORY 18): pages through the matches best first by keyset, as
- * discovery does; a cursor holds the last row's (score, name, DID) and is bound to the words and
+ * discovery does; a cursor holds the last row's (tier score, sequence) and is bound to the words and
  * type it came from.
  */
 export function createSearchService(options: SearchServiceOptions) {
@@ -60,7 +60,7 @@ function checked(request: SearchRequest) {
 
 /** Signed by this registry for this very search, so a malformed position is a server bug. */
 function positionOf(position: readonly unknown[]): string[] {
-  if (position.length !== 3 || !position.every((value) => typeof value === "string")) {
+  if (position.length !== 2 || !position.every((value) => typeof value === "string" && value !== "" && Number.isFinite(Number(value)))) {
     throw InvalidArgumentError.of("cursor", "is not a valid cursor");
   }
   return position as string[];

@@ -3,19 +3,26 @@
  * `?` binding; the words reach SQL as one space-separated string, split again by the database.
  *
  * A match is a latest version, active or deprecated (the rows of `entry_search`), whose text
- * document (migration 0020: name A, tags B, description C) has every word by stem or prefix, or
- * whose name is a near spelling of the searched text (pg_trgm's word similarity). The score adds
- * the document's cover-density rank (weights: name 1, tags 0.4, description 0.1) to the name's
- * trigram similarity, so the exact name comes first, a name match beats a tag match beats a
- * description match, and a misspelt name still ranks by how close it is. Ties go to the name,
- * then the entry DID (unique among latest versions), in code-point order: a total order, so a
- * keyset cursor neither repeats nor skips.
+ * (migrations 0020 and 0021) has every word by stem or prefix, or whose name is a near spelling of
+ * the searched text (pg_trgm's word similarity). Matches rank in tiers, each holding the matches
+ * no tier above holds: the exact name (its words are the searched words), every word in the name,
+ * a near spelling of the name, every word in the tags, then the rest (the description, or words
+ * spread over fields). Within a tier the newest first, by the row's sequence (unique among latest
+ * versions): a total order, so a keyset cursor (tier score, sequence) neither repeats nor skips.
+ *
+ * Why tiers in sequence order: a common word matches tens of thousands of names, and scoring
+ * every match before cutting the page cost about 6 µs a match. Here each tier first walks the
+ * `entry_search_sequence` index from the cursor, at most WALK_ROWS_PER_ROW rows per row of the
+ * page: a dense tier fills its page within the walk. Only when the walk falls short and rows
+ * remain beyond it is the tier sparse, and then its GIN index finds its few matches, which are
+ * sorted. The tiers are `UNION ALL` branches under the page's LIMIT, so a tier below a full page
+ * is never read. The work per page is bounded by the walk, or by a sparse tier's matches.
  */
 import type { SqlFragment } from "./discovery-sql.js";
 import type { SearchQuery } from "./search-repository.js";
 
-/** The position a cursor carries: the score as Postgres prints a float8 (exact), the name, the DID. */
-export type SearchPosition = readonly [score: string, name: string, baseDid: string];
+/** The position a cursor carries: the row's tier score and its sequence, as text. */
+export type SearchPosition = readonly [score: string, sequence: string];
 
 export const SCORE_ALIAS = "_search_score";
 
@@ -28,57 +35,176 @@ export const SCORE_ALIAS = "_search_score";
 export const NAME_SIMILARITY_THRESHOLD = 0.5;
 
 /**
- * One statement that sets the search transaction's timeout and threshold, and keeps the planner
- * off sequential scans of `entry_search`: it prices the trigram and prefix tests of each row far
- * below their cost (about 3 µs a row), and so scans 33,000 names in 60-100 ms where the indexes
- * answer in 10-30 ms (docs/performance.md#search).
+ * A tier walks at most this many rows for each row its page needs: one whose matches are denser
+ * than 1 in 150 rows fills the page within the walk, and one sparser has few enough matches to
+ * read them all through its index.
+ */
+export const WALK_ROWS_PER_ROW = 150;
+
+/**
+ * One statement that sets the search transaction's timeout and threshold. Parallel plans are off
+ * because the page relies on `UNION ALL` giving its branches in order, which a serial Append does.
+ * Sequential scans are off: the planner prices the trigram and prefix tests of each row far below
+ * their cost and would scan the whole table (docs/performance.md#search).
  */
 export function searchSettingsSql(statementTimeoutMs: number): SqlFragment {
   return {
     sql: `select set_config('statement_timeout', ?, true), set_config('pg_trgm.word_similarity_threshold', ?, true),
-      set_config('enable_seqscan', 'off', true)`,
+      set_config('enable_seqscan', 'off', true), set_config('max_parallel_workers_per_gather', '0', true)`,
     bindings: [String(Math.trunc(statementTimeoutMs)), String(NAME_SIMILARITY_THRESHOLD)],
   };
 }
 
 const QUERY = "registry_search_query(string_to_array(?, ' '))";
-/** Weights of D, C, B, A; D is unused. */
-const WEIGHTS = "'{0, 0.1, 0.4, 1}'::float4[]";
+
+interface Tier {
+  readonly score: number;
+  /** The tier's own test; its binding is the searched words joined by spaces, once per `?`. */
+  readonly test: string;
+  /** Whether the tier can hold many rows (so it walks first); the exact name is one B-tree lookup. */
+  readonly walked: boolean;
+}
+
+/** Best first. A row belongs to the first tier whose test it passes. */
+export const SEARCH_TIERS: readonly Tier[] = [
+  { score: 5, test: "name_words = ?", walked: false },
+  { score: 4, test: `name_document @@ ${QUERY}`, walked: true },
+  { score: 3, test: "? <% name", walked: true },
+  { score: 2, test: `tags_document @@ ${QUERY}`, walked: true },
+  { score: 1, test: `document @@ ${QUERY}`, walked: true },
+];
+
+interface TierContext {
+  readonly text: string;
+  readonly entryType: string;
+  readonly after: SearchPosition | undefined;
+  readonly size: number;
+}
 
 /**
- * The page's matches are found, scored, ordered and cut in `entry_search` (migration 0020), which
- * holds only what search may show; only the page's rows are then read from `entries`.
+ * The page's rows are found and cut in `entry_search` (migrations 0020, 0021), which holds only
+ * what search may show; only the page's rows are then read from `entries`.
  */
 export function searchPageSql(query: SearchQuery, page: { readonly after?: readonly string[]; readonly size: number }): SqlFragment {
-  const text = query.words.join(" ");
-  const typeFilter = query.entryType === "" ? "" : "and entry_type = ?";
-  const matches = `
-    select sequence, name, base_did,
-      ts_rank_cd(${WEIGHTS}, document, ${QUERY})::float8 + similarity(name, ?)::float8 as ${SCORE_ALIAS}
-    from entry_search
-    where (document @@ ${QUERY} or ? <% name) ${typeFilter}`;
-  const after = page.after === undefined ? undefined : afterSql(page.after);
-  const order = `${SCORE_ALIAS} desc, name collate "C", base_did collate "C"`;
+  const after = page.after as SearchPosition | undefined;
+  const context: TierContext = { text: query.words.join(" "), entryType: query.entryType, after, size: page.size };
+  const cursorScore = after === undefined ? Number.POSITIVE_INFINITY : Number(after[0]);
+  const live = SEARCH_TIERS.map((tier, index) => ({ tier, above: SEARCH_TIERS.slice(0, index) })).filter(
+    ({ tier }) => tier.score <= cursorScore,
+  );
+  if (live.length === 0) return { sql: `select entries.*, null::text as ${SCORE_ALIAS}_text from entries where false`, bindings: [] };
+  const walks = live.filter(({ tier }) => tier.walked).flatMap(({ tier, above }) => walkSql(tier, above, context));
+  const branches = live.flatMap(({ tier, above }) =>
+    tier.walked ? [walkedSql(tier), sparseSql(tier, above, context)] : [lookupSql(tier, context)],
+  );
+  const parts = [...walks, ...branches];
   return {
     sql: `
+      ${walks.length === 0 ? "" : `with ${walks.map((walk) => walk.sql).join(",\n")}`}
       select entries.*, page.${SCORE_ALIAS}::text as ${SCORE_ALIAS}_text
       from (
-        select * from (${matches}) matches
-        ${after === undefined ? "" : `where ${after.sql}`}
-        order by ${order}
+        select * from (${branches.map((branch) => `(${branch.sql})`).join(" union all ")}) tiers
         limit ?
       ) page
       join entries on entries.sequence = page.sequence
-      order by page.${SCORE_ALIAS} desc, page.name collate "C", page.base_did collate "C"`,
-    bindings: [text, text, text, text, ...(query.entryType === "" ? [] : [query.entryType]), ...(after?.bindings ?? []), page.size],
+      order by page.${SCORE_ALIAS} desc, page.sequence desc`,
+    bindings: [...parts.flatMap((part) => part.bindings), page.size],
   };
 }
 
-/** Rows after a position in the order: lower score, or the same score and a later (name, DID). */
-function afterSql(position: readonly string[]): SqlFragment {
-  const [score, name, baseDid] = position as SearchPosition;
+/** The conditions every branch of a tier shares: its test, no tier above's, the type. */
+function tierConditions(tier: Tier, above: readonly Tier[], context: TierContext, test = testSql(tier.test, context.text)): SqlFragment[] {
+  const conditions = [
+    test,
+    ...above.map((higher) => {
+      const excluded = testSql(higher.test, context.text);
+      return { sql: `not (${excluded.sql})`, bindings: excluded.bindings };
+    }),
+  ];
+  if (context.entryType !== "") conditions.push({ sql: "entry_type = ?", bindings: [context.entryType] });
+  return conditions;
+}
+
+/** Rows after the cursor, when the cursor is in this tier; `column` is how the branch names the sequence. */
+function afterSql(tier: Tier, context: TierContext, column: string): SqlFragment[] {
+  if (context.after === undefined || tier.score !== Number(context.after[0])) return [];
+  return [{ sql: `${column} < ?::bigint`, bindings: [context.after[1]] }];
+}
+
+const walkName = (tier: Tier) => `tier_${tier.score}_walk`;
+const doneName = (tier: Tier) => `tier_${tier.score}_walked`;
+
+/**
+ * Two materialised CTEs, each run once and only if the tier is read: the tier's matches among the
+ * next rows in sequence order, and whether that walk answers the tier's page (it filled the page,
+ * or no rows remain beyond it; the second test, an index-only count, runs only when needed).
+ */
+function walkSql(tier: Tier, above: readonly Tier[], context: TierContext): SqlFragment[] {
+  const window = context.size * WALK_ROWS_PER_ROW;
+  const after = afterSql(tier, context, "sequence");
+  const afterWhere = after.length === 0 ? "" : `where ${after[0]!.sql}`;
+  const conditions = tierConditions(tier, above, context);
+  return [
+    {
+      sql: `${walkName(tier)} as materialized (
+        select sequence, name, base_did from (select * from entry_search ${afterWhere} order by sequence desc limit ?) walk
+        where ${conditions.map((condition) => condition.sql).join(" and ")}
+        order by sequence desc limit ?)`,
+      bindings: [...after.flatMap((part) => part.bindings), window, ...conditions.flatMap((condition) => condition.bindings), context.size],
+    },
+    {
+      sql: `${doneName(tier)} as materialized (
+        select (select count(*) from ${walkName(tier)}) >= ?
+          or (select count(*) from (select from entry_search ${afterWhere} order by sequence desc limit ?) rest) < ? as answered)`,
+      bindings: [context.size, ...after.flatMap((part) => part.bindings), window, window],
+    },
+  ];
+}
+
+/** The walk's rows, when the walk answers the tier's page. */
+function walkedSql(tier: Tier): SqlFragment {
   return {
-    sql: `(${SCORE_ALIAS} < ?::float8 or (${SCORE_ALIAS} = ?::float8 and (name collate "C" > ? or (name collate "C" = ? and base_did collate "C" > ?))))`,
-    bindings: [score, score, name, name, baseDid],
+    sql: `select sequence, name, base_did, ${tier.score}::float8 as ${SCORE_ALIAS} from ${walkName(tier)}
+      where (select answered from ${doneName(tier)}) order by sequence desc`,
+    bindings: [],
+  };
+}
+
+/**
+ * A sparse tier: its matches through its GIN index, sorted. `sequence + 0` is no indexed
+ * expression, so the planner cannot walk the sequence index instead.
+ */
+function sparseSql(tier: Tier, above: readonly Tier[], context: TierContext): SqlFragment {
+  const conditions = [
+    ...tierConditions(tier, above, context),
+    ...afterSql(tier, context, "sequence + 0"),
+    { sql: `not (select answered from ${doneName(tier)})`, bindings: [] },
+  ];
+  return {
+    sql: `select sequence, name, base_did, ${tier.score}::float8 as ${SCORE_ALIAS} from entry_search
+      where ${conditions.map((condition) => condition.sql).join(" and ")}
+      order by sequence + 0 desc limit ?`,
+    bindings: [...conditions.flatMap((condition) => condition.bindings), context.size],
+  };
+}
+
+/** The exact name: a B-tree lookup of the name's words. */
+function lookupSql(tier: Tier, context: TierContext): SqlFragment {
+  const conditions = [...tierConditions(tier, [], context), ...afterSql(tier, context, "sequence")];
+  return {
+    sql: `select sequence, name, base_did, ${tier.score}::float8 as ${SCORE_ALIAS} from entry_search
+      where ${conditions.map((condition) => condition.sql).join(" and ")}
+      order by sequence desc limit ?`,
+    bindings: [...conditions.flatMap((condition) => condition.bindings), context.size],
+  };
+}
+
+function testSql(test: string, text: string): SqlFragment {
+  return {
+    sql: test,
+    bindings: test
+      .split("?")
+      .slice(1)
+      .map(() => text),
   };
 }

@@ -23,7 +23,7 @@ export function createKnexSearchRepository(knex: Knex, options: KnexSearchReposi
             return {
               rows: rows.map((row) => ({
                 values: entryFromRow(row),
-                position: [row[`${SCORE_ALIAS}_text`]!, row.name, row.base_did!],
+                position: [row[`${SCORE_ALIAS}_text`]!, String(row.sequence)],
               })),
             };
           },

@@ -51,11 +51,27 @@ describe("planSearch", () => {
 describe("searchPageSql", () => {
   it("binds every value from the request and splices none", () => {
     const query = planSearch({ q: "robert'); drop table entries", entryType: "x' or '1'='1" }).query;
-    const statement = searchPageSql(query, { size: 21, after: ["1.5", "o'brien", "did:reg:main:skill:o'brien"] });
-    expect(statement.sql).not.toMatch(/robert|drop|brien|'1'='1/);
+    const statement = searchPageSql(query, { size: 21, after: ["2", "12345"] });
+    expect(statement.sql).not.toMatch(/robert|drop|12345|'1'='1/);
     expect(statement.bindings).toContain("robert drop table entries");
     expect(statement.bindings).toContain("x' or '1'='1");
-    expect(statement.bindings).toContain("o'brien");
+    expect(statement.bindings).toContain("12345");
     expect(statement.sql.split("?").length - 1).toBe(statement.bindings.length);
+  });
+});
+
+describe("searchPageSql tiers", () => {
+  const query = planSearch({ q: "quokka", entryType: "" }).query;
+
+  it("reads every tier for a first page, walking each but the exact name", () => {
+    const { sql } = searchPageSql(query, { size: 21 });
+    expect(sql.match(/tier_\d_walk as/g)).toEqual(["tier_4_walk as", "tier_3_walk as", "tier_2_walk as", "tier_1_walk as"]);
+  });
+
+  it("starts after a cursor at the cursor's tier, leaving out the tiers above it", () => {
+    const { sql, bindings } = searchPageSql(query, { size: 21, after: ["3", "77"] });
+    expect(sql.match(/tier_\d_walk as/g)).toEqual(["tier_3_walk as", "tier_2_walk as", "tier_1_walk as"]);
+    expect(sql).not.toMatch(/\b5::float8|\b4::float8/);
+    expect(bindings).toContain("77");
   });
 });

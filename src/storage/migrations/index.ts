@@ -18,6 +18,7 @@ import * as logNameIndex from "./0017-log-name-index.js";
 import * as versionStates from "./0018-version-states.js";
 import * as actionCalls from "./0019-action-calls.js";
 import * as search from "./0020-search.js";
+import * as searchTiers from "./0021-search-tiers.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -48,6 +49,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0018-version-states", versionStates],
   ["0019-action-calls", actionCalls],
   ["0020-search", search],
+  ["0021-search-tiers", searchTiers],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
