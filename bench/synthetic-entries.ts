@@ -66,6 +66,70 @@ const WORDS = [
   "health",
   "music",
 ];
+/**
+ * What a name says its entry does, as names in a registry of skills do. Picked with a skew (the
+ * first about 1 name in 8, the last about 1 in 115), so search has common and rare name words.
+ */
+export const NAME_ROLES = [
+  "summarizer",
+  "assistant",
+  "search",
+  "converter",
+  "scraper",
+  "monitor",
+  "translator",
+  "extractor",
+  "generator",
+  "analyzer",
+  "scheduler",
+  "indexer",
+  "parser",
+  "validator",
+  "notifier",
+  "tracker",
+  "planner",
+  "reporter",
+  "checker",
+  "formatter",
+  "crawler",
+  "classifier",
+  "detector",
+  "optimizer",
+  "resolver",
+  "exporter",
+  "importer",
+  "archiver",
+  "builder",
+  "cleaner",
+  "compressor",
+  "deployer",
+  "encoder",
+  "fetcher",
+  "finder",
+  "inspector",
+  "labeler",
+  "logger",
+  "mapper",
+  "merger",
+  "migrator",
+  "profiler",
+  "reader",
+  "recorder",
+  "renderer",
+  "router",
+  "sampler",
+  "scanner",
+  "signer",
+  "splitter",
+  "tagger",
+  "tester",
+  "tokenizer",
+  "uploader",
+  "viewer",
+  "watcher",
+  "writer",
+  "transcriber",
+];
 /** 200 tags: the words, and four variants of each, so a few are common and most are rare. */
 const TAGS = WORDS.flatMap((word) => [word, `${word}-tools`, `${word}.ai`, `${word}-api`, `${word}_v2`]);
 const SUBJECTS = [
@@ -109,7 +173,7 @@ const namesSql = (seed: number, names: number) => `
   create temporary table gen_names on commit drop as
   select j,
     case when pg_temp.u(j, ${seed} + 1) < 0.7 then 'skill' else 'agent' end as entry_type,
-    pg_temp.pick(${sqlArray(WORDS)}, pg_temp.u(j, ${seed} + 2)) || '-' || pg_temp.pick(${sqlArray(WORDS)}, pg_temp.u(j, ${seed} + 3)) || '-' || j as name,
+    pg_temp.pick(${sqlArray(WORDS)}, pg_temp.u(j, ${seed} + 2)) || '-' || pg_temp.pick(${sqlArray(NAME_ROLES)}, power(pg_temp.u(j, ${seed} + 3), 2)) || '-' || j as name,
     1 + floor(pg_temp.u(j, ${seed} + 4) * 5000)::int as publisher,
     pg_temp.u(j, ${seed} + 5) * 0.9 as born,
     floor(pg_temp.u(j, ${seed} + 6) * 3)::int as base_major,
@@ -216,7 +280,7 @@ export async function loadEntries(knex: Knex, options: LoadOptions): Promise<Loa
     await tx.raw("select setval('entry_sequence', (select coalesce(max(sequence), 0) + 1 from entries), false)");
     for (const definition of indexes) await tx.raw(definition);
   });
-  await knex.raw("analyze entries, entry_names");
+  await knex.raw("analyze entries, entry_names, entry_search");
   const [counts] = (
     await knex.raw(
       "select (select count(*) from entries)::int as count, (select count(*) from entry_names)::int as names, pg_total_relation_size('entries')::float8 / 1048576 as mb",
@@ -226,15 +290,15 @@ export async function loadEntries(knex: Knex, options: LoadOptions): Promise<Loa
 }
 
 /**
- * Drops the entries table's secondary indexes and returns their definitions, so they are built
- * once over the loaded rows (much faster than maintaining them row by row). Indexes behind
- * constraints (primary key, unique) stay.
+ * Drops the secondary indexes of `entries` and of `entry_search` (which a trigger fills as rows
+ * arrive) and returns their definitions, so they are built once over the loaded rows (much faster
+ * than maintaining them row by row). Indexes behind constraints (primary key, unique) stay.
  */
 async function withoutSecondaryIndexes(tx: Knex.Transaction): Promise<string[]> {
   const { rows } = await tx.raw<{ rows: { name: string; definition: string }[] }>(`
     select i.indexname as name, i.indexdef as definition
     from pg_indexes i
-    where i.tablename = 'entries' and i.schemaname = current_schema()
+    where i.tablename in ('entries', 'entry_search') and i.schemaname = current_schema()
       and not exists (select 1 from pg_constraint c where c.conname = i.indexname)`);
   for (const { name } of rows) await tx.raw("drop index ??", [name]);
   return rows.map((row) => row.definition);
