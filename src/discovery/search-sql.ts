@@ -12,8 +12,7 @@
  *
  * Why tiers in sequence order: a common word matches tens of thousands of names, and scoring
  * every match before cutting the page cost about 6 µs a match. Here each tier first walks the
- * `entry_search_sequence` index from the cursor, at most WALK_ROWS_PER_ROW rows per row of the
- * page: a dense tier fills its page within the walk. Only when the walk falls short and rows
+ * `entry_search_sequence` index from the cursor, a bounded number of rows per row of the page: a dense tier fills its page within the walk. Only when the walk falls short and rows
  * remain beyond it is the tier sparse, and then its GIN index finds its few matches, which are
  * sorted. The tiers are `UNION ALL` branches under the page's LIMIT, so a tier below a full page
  * is never read. The work per page is bounded by the walk, or by a sparse tier's matches.
@@ -35,11 +34,15 @@ export const SCORE_ALIAS = "_search_score";
 export const NAME_SIMILARITY_THRESHOLD = 0.5;
 
 /**
- * A tier walks at most this many rows for each row its page needs: one whose matches are denser
- * than 1 in 150 rows fills the page within the walk, and one sparser has few enough matches to
- * read them all through its index.
+ * A text tier walks at most this many rows for each row its page needs: one whose matches are
+ * denser than 1 in 400 rows fills the page within the walk, and one sparser has few enough
+ * matches to read them all through its index. A GIN index's prefix terms read every row holding
+ * each word, not only those holding all of them, so two common words that rarely meet are cheaper
+ * walked.
  */
-export const WALK_ROWS_PER_ROW = 150;
+export const TEXT_WALK_ROWS_PER_ROW = 400;
+/** The misspelt-name tier's: its test, trigram similarity, costs about five times a text test. */
+export const SPELLING_WALK_ROWS_PER_ROW = 150;
 
 /**
  * One statement that sets the search transaction's timeout and threshold. Parallel plans are off
@@ -61,17 +64,17 @@ interface Tier {
   readonly score: number;
   /** The tier's own test; its binding is the searched words joined by spaces, once per `?`. */
   readonly test: string;
-  /** Whether the tier can hold many rows (so it walks first); the exact name is one B-tree lookup. */
-  readonly walked: boolean;
+  /** Rows walked per row of the page before the tier counts as sparse; 0 for the exact name, one B-tree lookup. */
+  readonly walkRowsPerRow: number;
 }
 
 /** Best first. A row belongs to the first tier whose test it passes. */
 export const SEARCH_TIERS: readonly Tier[] = [
-  { score: 5, test: "name_words = ?", walked: false },
-  { score: 4, test: `name_document @@ ${QUERY}`, walked: true },
-  { score: 3, test: "? <% name", walked: true },
-  { score: 2, test: `tags_document @@ ${QUERY}`, walked: true },
-  { score: 1, test: `document @@ ${QUERY}`, walked: true },
+  { score: 5, test: "name_words = ?", walkRowsPerRow: 0 },
+  { score: 4, test: `name_document @@ ${QUERY}`, walkRowsPerRow: TEXT_WALK_ROWS_PER_ROW },
+  { score: 3, test: "? <% name", walkRowsPerRow: SPELLING_WALK_ROWS_PER_ROW },
+  { score: 2, test: `tags_document @@ ${QUERY}`, walkRowsPerRow: TEXT_WALK_ROWS_PER_ROW },
+  { score: 1, test: `document @@ ${QUERY}`, walkRowsPerRow: TEXT_WALK_ROWS_PER_ROW },
 ];
 
 interface TierContext {
@@ -93,9 +96,9 @@ export function searchPageSql(query: SearchQuery, page: { readonly after?: reado
     ({ tier }) => tier.score <= cursorScore,
   );
   if (live.length === 0) return { sql: `select entries.*, null::text as ${SCORE_ALIAS}_text from entries where false`, bindings: [] };
-  const walks = live.filter(({ tier }) => tier.walked).flatMap(({ tier, above }) => walkSql(tier, above, context));
+  const walks = live.filter(({ tier }) => tier.walkRowsPerRow > 0).flatMap(({ tier, above }) => walkSql(tier, above, context));
   const branches = live.flatMap(({ tier, above }) =>
-    tier.walked ? [walkedSql(tier), sparseSql(tier, above, context)] : [lookupSql(tier, context)],
+    tier.walkRowsPerRow > 0 ? [walkedSql(tier), sparseSql(tier, above, context)] : [lookupSql(tier, context)],
   );
   const parts = [...walks, ...branches];
   return {
@@ -140,7 +143,7 @@ const doneName = (tier: Tier) => `tier_${tier.score}_walked`;
  * or no rows remain beyond it; the second test, an index-only count, runs only when needed).
  */
 function walkSql(tier: Tier, above: readonly Tier[], context: TierContext): SqlFragment[] {
-  const window = context.size * WALK_ROWS_PER_ROW;
+  const window = context.size * tier.walkRowsPerRow;
   const after = afterSql(tier, context, "sequence");
   const afterWhere = after.length === 0 ? "" : `where ${after[0]!.sql}`;
   const conditions = tierConditions(tier, above, context);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { WALK_ROWS_PER_ROW } from "../../src/discovery/search-sql.js";
+import { TEXT_WALK_ROWS_PER_ROW } from "../../src/discovery/search-sql.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 import { createPublisher, startTestRegistry, type TestPublisher, type TestRegistry } from "../support/registry-fixture.js";
 import { send, walk, type EntryJson } from "./discovery-fixture.js";
@@ -16,7 +16,7 @@ let publisher: TestPublisher;
 let token: string;
 
 /** Unrelated entries between the old matches and the new, more than a page of 1 walks (2 rows). */
-const FILLER = 2 * WALK_ROWS_PER_ROW + 20;
+const FILLER = 2 * TEXT_WALK_ROWS_PER_ROW + 20;
 
 async function publish(name: string, fields: Record<string, unknown> = {}): Promise<void> {
   const entry = await publisher.entry(name, "1.0.0", { tags: [], description: "", ...fields });

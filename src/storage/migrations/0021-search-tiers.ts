@@ -1,10 +1,10 @@
 import type { Knex } from "knex";
 
 /**
- * Search in tiers (src/discovery/search-sql.ts): each tier must be readable in name order through
- * an index, so a page costs the rows it walks, not every match. `entry_search` gains the name's
- * words as one string (the exact-name tier), and the name and the tags as text documents of their
- * own (the name and tag tiers), each with its index, plus a B-tree in the pages' order.
+ * Search in tiers (src/discovery/search-sql.ts): each tier is walked newest first or, when sparse,
+ * found through an index, so a page costs the rows it walks, not every match. `entry_search` gains
+ * the name's words as one string (the exact-name tier) and the name and the tags as text documents
+ * of their own (the name and tag tiers), each with its index, and a B-tree on the sequence.
  */
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
@@ -19,6 +19,30 @@ export async function up(knex: Knex): Promise<void> {
     language sql immutable parallel safe as $$
       select to_tsvector('simple'::regconfig, p_words) || to_tsvector('english'::regconfig, p_words)
     $$;
+
+    -- As migration 0020's, with one term fewer where it can: the stem's prefix alone when the stem
+    -- starts the word as written ('summar':* finds all 'summarizer':* does), as each prefix term
+    -- costs a GIN index a scan of every indexed word it starts.
+    create or replace function registry_search_query(p_words text[]) returns tsquery
+    language plpgsql immutable parallel safe as $$
+    declare
+      word text;
+      stem text;
+      term tsquery;
+      kept tsquery;
+      everything tsquery;
+    begin
+      foreach word in array p_words loop
+        term := to_tsquery('simple'::regconfig, word || ':*');
+        everything := case when everything is null then term else everything && term end;
+        continue when ts_lexize('english_stem', word) = '{}';
+        stem := (ts_lexize('english_stem', word))[1];
+        term := case when starts_with(word, stem) then to_tsquery('english'::regconfig, word || ':*')
+                     else to_tsquery('english'::regconfig, word || ':*') || term end;
+        kept := case when kept is null then term else kept && term end;
+      end loop;
+      return coalesce(kept, everything);
+    end $$;
 
     alter table entry_search add column name_words text, add column name_document tsvector, add column tags_document tsvector;
     update entry_search s
@@ -68,6 +92,23 @@ export async function down(knex: Knex): Promise<void> {
         delete from entry_search where base_did = new.base_did and sequence = new.sequence;
       end if;
       return null;
+    end $$;
+    create or replace function registry_search_query(p_words text[]) returns tsquery
+    language plpgsql immutable parallel safe as $$
+    declare
+      word text;
+      term tsquery;
+      kept tsquery;
+      everything tsquery;
+    begin
+      foreach word in array p_words loop
+        term := to_tsquery('simple'::regconfig, word || ':*');
+        everything := case when everything is null then term else everything && term end;
+        continue when ts_lexize('english_stem', word) = '{}';
+        term := to_tsquery('english'::regconfig, word || ':*') || term;
+        kept := case when kept is null then term else kept && term end;
+      end loop;
+      return coalesce(kept, everything);
     end $$;
     drop index entry_search_sequence;
     alter table entry_search drop column name_words, drop column name_document, drop column tags_document;
