@@ -14,10 +14,10 @@ call, read from /proc/<pid>/stat before and after the row. See docs/performance.
   --only PARTS              a comma-separated choice: resolve, creates, lifecycle (lifecycle
                             actions over REST and a name's history, run by run with the
                             creates), feed (after the creates when both run), discovery (about
-                            6 minutes alone), all; or single rows: rest, connect-json-h1,
-                            connect-json-h2c, connect-proto-h1, connect-proto-h2c, grpc-web-h1,
-                            grpc-web-h2c, grpc, floor-http, floor-http2, create-rest,
-                            create-grpc, lifecycle-rest, history. The floor of each chosen
+                            6 minutes alone), search (about 5 minutes alone), all; or single
+                            rows: rest, connect-json-h1, connect-json-h2c, connect-proto-h1,
+                            connect-proto-h2c, grpc-web-h1, grpc-web-h2c, grpc, floor-http,
+                            floor-http2, create-rest, create-grpc, lifecycle-rest, history. The floor of each chosen
                             row's transport is added: its target is read against it.
   --ab COMMIT               also run the same rows against COMMIT (a branch, tag or hash): it is
                             checked out as a git worktree in a temporary directory, shares
@@ -48,6 +48,7 @@ call, read from /proc/<pid>/stat before and after the row. See docs/performance.
   --stream-creates N        creates timed with and without the streams (1,000) ...
   --stream-rate R           ... at R a second (100)
   --discovery-entries N     entries for the discovery part (1,000,000; 100,000 with --quick)
+  --search-entries N        entries for the search part (1,000,000; 100,000 with --quick)
   --help                    this text
 
 Environment: DATABASE_URL, the Postgres admin URL (default postgres://postgres@127.0.0.1:5432/test;

@@ -218,7 +218,7 @@ async function explain(knex: Knex, query: Knex.QueryBuilder): Promise<string> {
   return (result.rows as { "QUERY PLAN": string }[]).map((row) => row["QUERY PLAN"]).join("\n");
 }
 
-async function startServer(database: BenchDatabase, secret: string, logFile: string): Promise<{ child: Child; url: string }> {
+export async function startServer(database: BenchDatabase, secret: string, logFile: string): Promise<{ child: Child; url: string }> {
   const port = await freePort();
   const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
   Object.assign(env, {
@@ -242,7 +242,7 @@ async function postJson(url: string, body: unknown): Promise<any> {
   return json;
 }
 
-async function getJson(url: string): Promise<any> {
+export async function getJson(url: string): Promise<any> {
   const response = await fetch(url);
   const json = await response.json();
   if (response.status !== 200) throw new Error(`${url}: ${response.status} ${JSON.stringify(json)}`);

@@ -34,6 +34,7 @@ import {
   type ResolveRowFigures,
 } from "./report.js";
 import { renderDiscoveryMarkdown, renderDiscoveryTable, runDiscoveryBench } from "./discovery-bench.js";
+import { renderSearchMarkdown, renderSearchTable, runSearchBench } from "./search-bench.js";
 import { runFeedBench } from "./feed-bench.js";
 import { runStreamBench } from "./stream-bench.js";
 import {
@@ -66,6 +67,7 @@ const { values: args } = parseArgs({
     "with-rate-limit": { type: "boolean" },
     "rate-limit-redis": { type: "string" },
     "discovery-entries": { type: "string" },
+    "search-entries": { type: "string" },
     "feed-records": { type: "string" },
     "feed-live": { type: "string" },
     "feed-rate": { type: "string" },
@@ -112,6 +114,15 @@ const DISCOVERY = {
   p95TargetMs: 25,
 };
 
+/** Issue 23: search p95 at most 25 ms at a million entries, first page and 1,000 deep. */
+const SEARCH = {
+  entries: Number(args["search-entries"] ?? (quick ? 100_000 : 1_000_000)),
+  samples: quick ? 30 : 200,
+  warmup: quick ? 5 : 20,
+  depth: 1_000,
+  p95TargetMs: 25,
+};
+
 const FEED = {
   minRecords: Number(args["feed-records"] ?? 20_000),
   liveCount: Number(args["feed-live"] ?? (quick ? 1_000 : 2_000)),
@@ -147,19 +158,21 @@ const selection = (() => {
   const creates = new Set<CreateKey>();
   const lifecycle = new Set<LifecycleKey>();
   let discovery = false;
+  let search = false;
   let feed = false;
   for (const name of names) {
     if (name === "all" || name === "resolve") for (const key of RESOLVE_ROW_KEYS) rows.add(key);
     if (name === "all" || name === "creates") for (const key of CREATE_KEYS) creates.add(key);
     if (name === "all" || name === "discovery") discovery = true;
+    if (name === "all" || name === "search") search = true;
     if (name === "all" || name === "feed") feed = true;
     if (name === "all" || name === "lifecycle") for (const key of LIFECYCLE_KEYS) lifecycle.add(key);
     if ((RESOLVE_ROW_KEYS as readonly string[]).includes(name)) rows.add(name as ResolveRowKey);
     else if ((CREATE_KEYS as readonly string[]).includes(name)) creates.add(name as CreateKey);
     else if ((LIFECYCLE_KEYS as readonly string[]).includes(name)) lifecycle.add(name as LifecycleKey);
-    else if (!["all", "resolve", "creates", "lifecycle", "feed", "discovery"].includes(name)) {
+    else if (!["all", "resolve", "creates", "lifecycle", "feed", "discovery", "search"].includes(name)) {
       throw new Error(
-        `--only: unknown part ${name}; parts are all, resolve, creates, lifecycle, feed, discovery, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS, ...LIFECYCLE_KEYS].join(", ")}`,
+        `--only: unknown part ${name}; parts are all, resolve, creates, lifecycle, feed, discovery, search, ${[...RESOLVE_ROW_KEYS, ...CREATE_KEYS, ...LIFECYCLE_KEYS].join(", ")}`,
       );
     }
   }
@@ -167,7 +180,7 @@ const selection = (() => {
   for (const key of [...rows]) rows.add(floorKeyOf(protocolRows("", config.concurrency).find((row) => row.key === key)!.transport));
   const complete =
     rows.size === RESOLVE_ROW_KEYS.length && creates.size === CREATE_KEYS.length && lifecycle.size === LIFECYCLE_KEYS.length && feed;
-  return { rows, creates, lifecycle, discovery, feed, complete };
+  return { rows, creates, lifecycle, discovery, search, feed, complete };
 })();
 
 // Children are started with paths relative to the repository root.
@@ -739,6 +752,7 @@ async function main(): Promise<void> {
   if (selection.rows.size > 0 || selection.creates.size > 0 || selection.lifecycle.size > 0 || selection.feed)
     await protocolPhases(machine, started);
   if (selection.discovery && args.profile !== true) await discoveryPhase(machine);
+  if (selection.search && args.profile !== true) await searchPhase(machine);
 }
 
 /** Keeps the seeded registry up for study by hand, until Ctrl-C (which drops the database). */
@@ -924,6 +938,21 @@ async function discoveryPhase(machine: MachineInfo): Promise<void> {
   say("\nMarkdown for docs/performance.md:\n");
   say(renderDiscoveryMarkdown(figures, DISCOVERY));
   say(`\nwrote ${join(RESULTS, "discovery-latest.json")}`);
+}
+
+/** Ranked search latency at a million entries (bench/search-bench.ts). */
+async function searchPhase(machine: MachineInfo): Promise<void> {
+  say("");
+  const figures = await runSearchBench({ adminUrl, ...SEARCH, logFile: LOG, say }, () => os.loadavg().map((l) => round(l, 2)));
+  writeFileSync(
+    join(RESULTS, "search-latest.json"),
+    JSON.stringify({ date: new Date().toISOString(), machine, config: SEARCH, figures }, null, 2),
+  );
+  say("");
+  say(renderSearchTable(figures, SEARCH));
+  say("\nMarkdown for docs/performance.md:\n");
+  say(renderSearchMarkdown(figures, SEARCH));
+  say(`\nwrote ${join(RESULTS, "search-latest.json")}`);
 }
 
 try {
