@@ -45,6 +45,8 @@ export const SEARCH_SHAPES: readonly SearchShape[] = [
   { name: "two words", q: "pdf summarizer" },
   { name: "prefix", q: "summ" },
   { name: "misspelt", q: "wether" },
+  // Not one of the shapes: the worst case of the tiers, each walked to its bound and found empty.
+  { name: "no match", q: "zzqx" },
 ];
 
 export interface SearchShapeFigures {
