@@ -67,8 +67,8 @@ const WORDS = [
   "music",
 ];
 /**
- * What a name says its entry does, as names in a registry of skills do. Picked with a skew (the
- * first about 1 name in 8, the last about 1 in 115), so search has common and rare name words.
+ * What a name says its entry does, as names in a registry of skills do. Picked with a skew, the
+ * first words far more often than the last, so search has common and rare name words.
  */
 export const NAME_ROLES = [
   "summarizer",

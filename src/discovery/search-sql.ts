@@ -10,11 +10,12 @@
  * spread over fields). Within a tier the newest first, by the row's sequence (unique among latest
  * versions): a total order, so a keyset cursor (tier score, sequence) neither repeats nor skips.
  *
- * Why tiers in sequence order: a common word matches tens of thousands of names, and scoring
- * every match before cutting the page cost about 6 µs a match. Here each tier first walks the
- * `entry_search_sequence` index from the cursor, a bounded number of rows per row of the page: a dense tier fills its page within the walk. Only when the walk falls short and rows
- * remain beyond it is the tier sparse, and then its GIN index finds its few matches, which are
- * sorted. The tiers are `UNION ALL` branches under the page's LIMIT, so a tier below a full page
+ * Why tiers in sequence order: a common word matches a large share of the names, and scoring
+ * every match before cutting the page grew with the matches (docs/performance.md#search). Here
+ * each tier first walks the `entry_search_sequence` index from the cursor, a bounded number of
+ * rows per row of the page: a dense tier fills its page within the walk. Only when the walk falls
+ * short and rows remain beyond it is the tier sparse, and then its GIN index finds its few
+ * matches, which are sorted. The tiers are `UNION ALL` branches under the page's LIMIT, so a tier below a full page
  * is never read. The work per page is bounded by the walk, or by a sparse tier's matches.
  */
 import type { SqlFragment } from "./discovery-sql.js";
@@ -34,14 +35,13 @@ export const SCORE_ALIAS = "_search_score";
 export const NAME_SIMILARITY_THRESHOLD = 0.5;
 
 /**
- * A text tier walks at most this many rows for each row its page needs: one whose matches are
- * denser than 1 in 400 rows fills the page within the walk, and one sparser has few enough
- * matches to read them all through its index. A GIN index's prefix terms read every row holding
- * each word, not only those holding all of them, so two common words that rarely meet are cheaper
- * walked.
+ * A text tier walks at most this many rows for each row its page needs: a denser tier fills the
+ * page within the walk, and a sparser one has few enough matches to read them all through its
+ * index. A GIN index's prefix terms read every row holding each word, not only those holding all
+ * of them, so two common words that rarely meet are cheaper walked.
  */
 export const TEXT_WALK_ROWS_PER_ROW = 400;
-/** The misspelt-name tier's: its test, trigram similarity, costs about five times a text test. */
+/** The misspelt-name tier's, shorter: its test, trigram similarity, costs several times a text test. */
 export const SPELLING_WALK_ROWS_PER_ROW = 150;
 
 /**
