@@ -229,4 +229,26 @@ describe("search over REST only", () => {
     const result = await searchClient("rest").call({ q: "pdf\u0000" });
     expect([result.code, result.fields]).toEqual(["invalid_argument", ["q"]]);
   });
+
+  it("keeps a name through deprecating and lifting it, drops it when yanked, and finds it again when unyanked", async () => {
+    const did = "did:reg:main:skill:weathervane@1.0.0";
+    await publish("weathervane", "1.0.0", { description: "Points where the wind blows" });
+    const statuses = async () => {
+      const result = await searchClient("rest").call({ q: "weathervane" });
+      return result.body.entries.map((entry: EntryJson) => `${entry.entryDid} ${entry.status}`);
+    };
+    expect(await statuses()).toEqual([`${did} active`]);
+    const steps: Array<[string, string[]]> = [
+      ["deprecate", [`${did} deprecated`]],
+      ["undeprecate", [`${did} active`]],
+      ["yank", []],
+      ["unyank", [`${did} active`]],
+    ];
+    for (const [action, expected] of steps) {
+      await lifecycle(did, action);
+      expect(await statuses(), action).toEqual(expected);
+    }
+    // Found by its text too, not only by its name: the row was kept whole.
+    expect((await searchClient("rest").call({ q: "wind" })).body.entries.map((entry: EntryJson) => entry.entryDid)).toEqual([did]);
+  });
 });

@@ -19,6 +19,7 @@ import * as versionStates from "./0018-version-states.js";
 import * as actionCalls from "./0019-action-calls.js";
 import * as search from "./0020-search.js";
 import * as searchTiers from "./0021-search-tiers.js";
+import * as searchSyncOnChange from "./0022-search-sync-on-change.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -50,6 +51,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0019-action-calls", actionCalls],
   ["0020-search", search],
   ["0021-search-tiers", searchTiers],
+  ["0022-search-sync-on-change", searchSyncOnChange],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
