@@ -9,18 +9,15 @@
  *
  * Rate limits are off for the server under test: the load comes from one address.
  */
-import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
 import { createCursorCodec } from "../src/discovery/page-cursor.js";
 import type { DiscoveryPlan } from "../src/discovery/discovery-plan.js";
 import { planRequest } from "../src/discovery/discovery-service.js";
 import type { StructuredCondition } from "../src/discovery/structured-conditions.js";
-import { migrateToLatest, openDatabase } from "../src/storage/database.js";
 import { buildCountQuery, buildPageQuery } from "../src/storage/knex-discovery-repository.js";
 import { DEFAULT_DISCOVERY_STATUSES } from "../src/domain/version-state.js";
-import { createBenchDatabase, type BenchDatabase } from "./bench-database.js";
-import { freePort, startChild, waitForHttp, type Child } from "./child-processes.js";
-import { loadEntries, measureLatency, type LoadReport } from "./synthetic-entries.js";
+import { withLoadedRegistry } from "./loaded-registry.js";
+import { measureLatency, type LoadReport } from "./synthetic-entries.js";
 import { round } from "./stats.js";
 
 export interface DiscoveryBenchOptions {
@@ -103,25 +100,12 @@ const TOTAL_LIMIT = 1_000;
 const WALK_PAGE = 100;
 
 export async function runDiscoveryBench(options: DiscoveryBenchOptions): Promise<DiscoveryFigures> {
-  const database = await createBenchDatabase(options.adminUrl);
-  let server: Child | undefined;
-  // Loading a million rows takes minutes: both the statement timeout and the client's query
-  // timeout (6 s by default, meant for the server's calls) must outlast it.
-  const db = await openDatabase({ databaseUrl: database.url, dataDir: "", statementTimeoutMs: 600_000, databaseQueryTimeoutMs: 660_000 });
-  try {
-    await migrateToLatest(db);
-    options.say(`discovery: loading ${options.entries.toLocaleString("en")} entries into ${database.name}`);
-    const load = await loadEntries(db.knex, { count: options.entries });
-    await db.knex.raw("vacuum analyze entries");
-    options.say(`  loaded in ${load.seconds} s (${load.names.toLocaleString("en")} names, table and indexes ${load.tableMb} MB)`);
-    const secret = randomBytes(32).toString("base64url");
-    const started = await startServer(database, secret, options.logFile);
-    server = started.child;
+  return withLoadedRegistry({ ...options, label: "discovery", vacuum: ["entries"] }, async ({ db, load, url, secret }) => {
     const post = (endpoint: QueryShape["endpoint"], body: unknown) =>
-      postJson(`${started.url}${endpoint === "discover" ? "/v1/discover" : "/v1/discover/ql"}`, body);
+      postJson(`${url}${endpoint === "discover" ? "/v1/discover" : "/v1/discover/ql"}`, body);
     const sample = await post("discover", { limit: 1 });
     const resolvePath = `/v1/entries/${encodeURIComponent(sample.entries[0].entryDid)}`;
-    const baseline = await measureLatency(() => getJson(started.url + resolvePath), options);
+    const baseline = await measureLatency(() => getJson(url + resolvePath), options);
     options.say(`  baseline (resolve one entry): p50 ${baseline.p50Ms} ms, p95 ${baseline.p95Ms} ms`);
     const cursors = createCursorCodec({ secret });
     const queries: QueryFigures[] = [];
@@ -133,11 +117,7 @@ export async function runDiscoveryBench(options: DiscoveryBenchOptions): Promise
       );
     }
     return { load, baseline: { p50Ms: baseline.p50Ms, p95Ms: baseline.p95Ms }, queries };
-  } finally {
-    await server?.stop();
-    await db.close();
-    await database.drop();
-  }
+  });
 }
 
 interface ShapeContext extends DiscoveryBenchOptions {
@@ -216,23 +196,6 @@ async function explain(knex: Knex, query: Knex.QueryBuilder): Promise<string> {
   const { sql, bindings } = query.toSQL();
   const result = await knex.raw(`explain (analyze, buffers, costs off, summary off) ${sql}`, bindings as Knex.RawBinding[]);
   return (result.rows as { "QUERY PLAN": string }[]).map((row) => row["QUERY PLAN"]).join("\n");
-}
-
-export async function startServer(database: BenchDatabase, secret: string, logFile: string): Promise<{ child: Child; url: string }> {
-  const port = await freePort();
-  const env: NodeJS.ProcessEnv = { PATH: process.env.PATH, HOME: process.env.HOME };
-  Object.assign(env, {
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    DATABASE_URL: database.url,
-    NODE_ENV: "production",
-    RATE_LIMIT_RPS: "0",
-    REGISTRY_CURSOR_SECRET: secret,
-  });
-  const child = startChild("registry-discovery", ["dist/src/cli/run.js", "serve"], { env, logFile });
-  const url = `http://127.0.0.1:${port}`;
-  await waitForHttp(`${url}/readyz`, child);
-  return { child, url };
 }
 
 async function postJson(url: string, body: unknown): Promise<any> {

@@ -10,17 +10,14 @@
  * The entries are bench/synthetic-entries.ts's, whose names carry a role word (NAME_ROLES) picked
  * with a skew, so one word can be common and another rare. Rate limits are off for the server.
  */
-import { randomBytes } from "node:crypto";
 import type { Knex } from "knex";
 import { createCursorCodec } from "../src/discovery/page-cursor.js";
 import { planSearch } from "../src/discovery/search-query.js";
 import { NAME_SIMILARITY_THRESHOLD, searchPageSql, searchSettingsSql } from "../src/discovery/search-sql.js";
-import { migrateToLatest, openDatabase } from "../src/storage/database.js";
-import { createBenchDatabase } from "./bench-database.js";
-import type { Child } from "./child-processes.js";
-import { getJson, startServer, type LatencyFigure } from "./discovery-bench.js";
+import { getJson, type LatencyFigure } from "./discovery-bench.js";
+import { withLoadedRegistry } from "./loaded-registry.js";
 import { withoutUnexecutedNodes } from "./plan-text.js";
-import { loadEntries, measureLatency, type LoadReport } from "./synthetic-entries.js";
+import { measureLatency, type LoadReport } from "./synthetic-entries.js";
 import { round } from "./stats.js";
 
 export interface SearchBenchOptions {
@@ -77,28 +74,12 @@ const PAGE_SIZE = 20;
 const WALK_PAGE = 100;
 
 export async function runSearchBench(options: SearchBenchOptions, loadAverage: () => number[]): Promise<SearchFigures> {
-  const database = await createBenchDatabase(options.adminUrl);
-  let server: Child | undefined;
-  // Loading a million rows takes minutes: both timeouts must outlast it.
-  const db = await openDatabase({ databaseUrl: database.url, dataDir: "", statementTimeoutMs: 900_000, databaseQueryTimeoutMs: 960_000 });
-  try {
-    await migrateToLatest(db);
-    options.say(`search: loading ${options.entries.toLocaleString("en")} entries into ${database.name}`);
-    const load = await loadEntries(db.knex, { count: options.entries });
-    // Settles the visibility map, so the walks' index-only counts read no heap, as on a vacuumed server.
-    await db.knex.raw("vacuum analyze entries, entry_search");
-    options.say(`  loaded in ${load.seconds} s (${load.names.toLocaleString("en")} names, table and indexes ${load.tableMb} MB)`);
-    const secret = randomBytes(32).toString("base64url");
-    const started = await startServer(database, secret, options.logFile);
-    server = started.child;
+  return withLoadedRegistry({ ...options, label: "search", vacuum: ["entries", "entry_search"] }, async ({ db, load, url, secret }) => {
     const search = (q: string, limit: number, cursor = "") =>
-      getJson(`${started.url}/v1/search?${new URLSearchParams({ q, limit: String(limit), ...(cursor === "" ? {} : { cursor }) })}`);
+      getJson(`${url}/v1/search?${new URLSearchParams({ q, limit: String(limit), ...(cursor === "" ? {} : { cursor }) })}`);
     const start = loadAverage();
     const sample = await search("web", 1);
-    const baseline = await measureLatency(
-      () => getJson(`${started.url}/v1/entries/${encodeURIComponent(sample.entries[0].entryDid)}`),
-      options,
-    );
+    const baseline = await measureLatency(() => getJson(`${url}/v1/entries/${encodeURIComponent(sample.entries[0].entryDid)}`), options);
     options.say(`  baseline (resolve one entry): p50 ${baseline.p50Ms} ms, p95 ${baseline.p95Ms} ms`);
     const cursors = createCursorCodec({ secret });
     const shapes: SearchShapeFigures[] = [];
@@ -116,11 +97,7 @@ export async function runSearchBench(options: SearchBenchOptions, loadAverage: (
       baseline: { p50Ms: baseline.p50Ms, p95Ms: baseline.p95Ms },
       shapes,
     };
-  } finally {
-    await server?.stop();
-    await db.close();
-    await database.drop();
-  }
+  });
 }
 
 interface ShapeContext extends SearchBenchOptions {
