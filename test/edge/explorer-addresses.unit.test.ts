@@ -6,7 +6,11 @@ describe("the explorer's addresses", () => {
     expect(explorerAddress("/")).toEqual({ page: "home" });
     expect(explorerAddress("/search")).toEqual({ page: "search" });
     expect(explorerAddress("/log")).toEqual({ page: "log" });
-    expect(explorerAddress("/assets/index-B4Y4lbdZ.js")).toEqual({ page: "asset", file: "index-B4Y4lbdZ.js" });
+    expect(explorerAddress("/assets/index-B4Y4lbdZ.js")).toEqual({
+      page: "asset",
+      file: "index-B4Y4lbdZ.js",
+      contentType: "text/javascript; charset=utf-8",
+    });
     expect(explorerAddress("/publishers/did:key:z6Mk")).toEqual({ page: "publisher", did: "did:key:z6Mk" });
   });
 

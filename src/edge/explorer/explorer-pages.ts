@@ -46,14 +46,6 @@ const PAGE_HEADERS: Readonly<ResponseHeaders> = Object.freeze({
 /** Hashed names change with their content, so a cache may keep an asset for good. */
 const ASSET_CACHE = "public, max-age=31536000, immutable";
 
-const ASSET_TYPES: Readonly<Record<string, string>> = {
-  js: "text/javascript; charset=utf-8",
-  css: "text/css; charset=utf-8",
-  svg: "image/svg+xml",
-  png: "image/png",
-  woff2: "font/woff2",
-};
-
 export function createExplorer(options: ExplorerOptions): Explorer {
   const { files, lookup } = options;
   const page = files.template === undefined ? undefined : staticBody(Buffer.from(pageHtml(files.template, options.logKey)));
@@ -97,8 +89,7 @@ export function createExplorer(options: ExplorerOptions): Explorer {
         exchange.respond(404, { "content-type": "text/plain; charset=utf-8", "cache-control": "no-store" }, Buffer.from("no such asset\n"));
         return;
       }
-      const type = ASSET_TYPES[address.file.slice(address.file.lastIndexOf(".") + 1)]!;
-      await answerStatic(exchange, 200, { "content-type": type, "cache-control": ASSET_CACHE }, body);
+      await answerStatic(exchange, 200, { "content-type": address.contentType, "cache-control": ASSET_CACHE }, body);
       return;
     }
     if (page === undefined) {

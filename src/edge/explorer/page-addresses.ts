@@ -6,10 +6,19 @@ export type ExplorerAddress =
   | { readonly page: "home" | "search" | "log" }
   | { readonly page: "entry"; readonly did: string }
   | { readonly page: "publisher"; readonly did: string }
-  | { readonly page: "asset"; readonly file: string };
+  | { readonly page: "asset"; readonly file: string; readonly contentType: string };
 
-/** Hashed build output: a name, a dash, the hash, and a known extension. */
-const ASSET_FILE = /^[\w.-]+\.(js|css|svg|png|woff2)$/;
+/** The kinds of file the build writes under assets/, by extension: no other name is an asset. */
+const ASSET_CONTENT_TYPES: Readonly<Record<string, string>> = Object.freeze({
+  js: "text/javascript; charset=utf-8",
+  css: "text/css; charset=utf-8",
+  svg: "image/svg+xml",
+  png: "image/png",
+  woff2: "font/woff2",
+});
+
+/** Hashed build output: a name, a dash, the hash, and one of the extensions above. */
+const ASSET_FILE = new RegExp(`^[\\w.-]+\\.(${Object.keys(ASSET_CONTENT_TYPES).join("|")})$`);
 
 export function explorerAddress(path: string): ExplorerAddress | undefined {
   if (path === "/") return { page: "home" };
@@ -17,7 +26,10 @@ export function explorerAddress(path: string): ExplorerAddress | undefined {
   if (path === "/log") return { page: "log" };
   if (path.startsWith("/assets/")) {
     const file = path.slice("/assets/".length);
-    return ASSET_FILE.test(file) && !file.startsWith(".") ? { page: "asset", file } : undefined;
+    const extension = ASSET_FILE.exec(file)?.[1];
+    return extension === undefined || file.startsWith(".")
+      ? undefined
+      : { page: "asset", file, contentType: ASSET_CONTENT_TYPES[extension]! };
   }
   for (const page of ["entry", "publisher"] as const) {
     const prefix = page === "entry" ? "/entries/" : "/publishers/";
