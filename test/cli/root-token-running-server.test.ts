@@ -152,7 +152,7 @@ describe("registry root-token while the server holds the embedded database", () 
     "a clean shutdown removes the credential, and the CLI then opens the database itself, listing the same",
     async () => {
       const credential = (await readAdminCredential(dataDir.path)) as string;
-      expect(server!.output()).toContain("admin API on");
+      expect(await server!.logLines("admin API on")).toHaveLength(1);
       expect(server!.output()).not.toContain(credential);
       const stopped = await server!.stop(10_000);
       server = undefined;

@@ -165,11 +165,9 @@ describe("a data directory copied after its server was killed", () => {
       const port = await freePort();
       server = await startServerProcess([], port, serverEnv(copy.path, port), STARTUP_MS);
       await expectSameAnswers(server.url);
-      const takeover = server
-        .output()
-        .split("\n")
-        .filter((line) => line.includes("took over the data directory's stale lock"))
-        .map((line) => JSON.parse(line) as { holder: LockHolder; reason: string });
+      const takeover = (await server.logLines("took over the data directory's stale lock")).map(
+        (line) => JSON.parse(line) as { holder: LockHolder; reason: string },
+      );
       expect(takeover).toMatchObject([{ holder: { pid: killedPid }, reason: "its process no longer runs" }]);
 
       const second = await runCli(["serve"], serverEnv(copy.path, await freePort()), STARTUP_MS);

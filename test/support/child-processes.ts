@@ -90,6 +90,11 @@ export interface ServerProcess {
   readonly child: ChildProcess;
   /** Everything written so far on stdout and stderr. */
   output(): string;
+  /**
+   * The lines containing `text`, once at least one has been written: the server's log is buffered
+   * and flushed every second (src/logger.ts), so a line may come after the event it tells of.
+   */
+  logLines(text: string, timeoutMs?: number): Promise<string[]>;
   /** SIGTERM, then the exit code and signal; SIGKILL and reject if it takes longer than `timeoutMs`. */
   stop(timeoutMs?: number): Promise<{ code: number | null; signal: NodeJS.Signals | null; afterMs: number }>;
 }
@@ -134,6 +139,15 @@ export async function startServerProcess(
     url,
     child,
     output: () => output,
+    async logLines(text, linesTimeoutMs = 5_000) {
+      const until = Date.now() + linesTimeoutMs;
+      for (;;) {
+        const lines = output.split("\n").filter((line, index, all) => index < all.length - 1 && line.includes(text));
+        if (lines.length > 0) return lines;
+        if (Date.now() > until) throw new Error(`no line containing ${JSON.stringify(text)} within ${linesTimeoutMs} ms:\n${output}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    },
     async stop(stopTimeoutMs = 5_000) {
       if (hasExited) return { ...(await exited), afterMs: 0 };
       const started = Date.now();
