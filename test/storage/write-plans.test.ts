@@ -1,15 +1,16 @@
 import type { Knex } from "knex";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { LIFECYCLE_PAYLOAD_TYPE } from "../../src/domain/action-payloads.js";
 import { parseVersion } from "../../src/domain/semver-order.js";
 import { createTestDatabase, type TestDatabase } from "../support/test-database.js";
 
 /**
- * registry_create_entry keeps PL/pgSQL's cached plans (migration 0012). A cached plan is made once
- * per connection, often while the table is nearly empty, and then serves every later create on
- * that connection. So each of the create's statements must stay on the right index however the
- * table grows. Measured in pages rather than time: a create on a connection whose plans were cached
- * against an empty table touches about as many pages after 20,000 entries share its version as it
- * did before.
+ * The write functions keep PL/pgSQL's cached plans (migrations 0012, 0019). A cached plan is made
+ * once per connection, often while the table is nearly empty, and then serves every later write on
+ * that connection. So each of their statements must stay on the right index however the table
+ * grows. Measured in pages rather than time: a create or a signed action on a connection whose
+ * plans were cached against a small table touches about as many pages after 20,000 more entries
+ * as it did before.
  */
 
 let db: TestDatabase;
@@ -57,9 +58,48 @@ function createCall(name: string, version: string): { sql: string; bindings: str
   return { sql: "select * from registry_create_entry(?::jsonb)", bindings: [JSON.stringify(record)] };
 }
 
-/** Shared pages hit or read by one create, nested statements included. */
-async function pagesTouched(tx: Knex.Transaction, name: string, version: string): Promise<number> {
-  const call = createCall(name, version);
+/**
+ * A lifecycle action on `name`'s only version as the service sends it (src/storage/knex-entry-repository.ts):
+ * decided on what registry_action_target read, deprecating or lifting the deprecation in turn.
+ */
+async function actionCall(tx: Knex.Transaction, name: string): Promise<{ sql: string; bindings: string[] }> {
+  const baseDid = `did:reg:main:skill:${name}`;
+  const target = targetCall(name);
+  const [read] = (
+    await tx.raw<{ rows: { target: { head: string | number | null; clock: string | null; versions: Record<string, unknown>[] } }[] }>(
+      target.sql,
+      target.bindings,
+    )
+  ).rows;
+  const { head, clock, versions } = read!.target;
+  const [version] = versions;
+  issued += 1;
+  const issuedAt = new Date(Date.parse("2026-01-01T00:00:00.000Z") + issued * 1000).toISOString();
+  const deprecation = version!.deprecation === null ? { reason: "plan test", replacement: "", at: issuedAt, by: PUBLISHER } : null;
+  const action = {
+    base_did: baseDid,
+    version_key: null,
+    kind: "entry.lifecycle",
+    payload_type: LIFECYCLE_PAYLOAD_TYPE,
+    issued_at: issuedAt,
+    request: { action: deprecation === null ? "undeprecate" : "deprecate", issuedAt },
+    head,
+    clock,
+    changes: [{ sequence: String(version!.sequence), columns: { deprecation } }],
+    archive_changed: false,
+    archive: null,
+  };
+  return { sql: "select registry_apply_action(?::jsonb) as after", bindings: [JSON.stringify(action)] };
+}
+let issued = 0;
+
+/** What the service reads before it decides an action on `name`. */
+function targetCall(name: string): { sql: string; bindings: string[] } {
+  return { sql: "select registry_action_target(?, null, ?) as target", bindings: [`did:reg:main:skill:${name}`, LIFECYCLE_PAYLOAD_TYPE] };
+}
+
+/** Shared pages hit or read by one call, nested statements included. */
+async function pagesTouched(tx: Knex.Transaction, call: { sql: string; bindings: string[] }): Promise<number> {
   const result = await tx.raw(`explain (analyze, buffers, format json) ${call.sql}`, call.bindings);
   const [explained] = (result.rows as { "QUERY PLAN": unknown }[]).map((row) => row["QUERY PLAN"]);
   const plan = ((typeof explained === "string" ? JSON.parse(explained) : explained) as { Plan: Record<string, number> }[])[0]!.Plan;
@@ -85,7 +125,7 @@ async function growTable(tx: Knex.Transaction, count: number): Promise<void> {
   );
 }
 
-describe("registry_create_entry's cached plans", () => {
+describe("the cached plans of registry_create_entry and registry_apply_action", () => {
   it("touch as many pages after the table grows as before", { timeout: 60_000 }, async () => {
     // One transaction holds one connection, and so one set of cached plans, throughout.
     await db.database.knex
@@ -95,18 +135,39 @@ describe("registry_create_entry's cached plans", () => {
           const call = createCall(`warm-${i}`, SHARED_VERSION);
           await tx.raw(call.sql, call.bindings);
         }
-        const newNameBefore = await pagesTouched(tx, "new-before", SHARED_VERSION);
-        const newVersionBefore = await pagesTouched(tx, "warm-0", "1.1.0");
+        for (let i = 0; i < 8; i += 1) {
+          const action = await actionCall(tx, `warm-${i % 2}`);
+          await tx.raw(action.sql, action.bindings);
+        }
+        const newNameBefore = await pagesTouched(tx, createCall("new-before", SHARED_VERSION));
+        const newVersionBefore = await pagesTouched(tx, createCall("warm-0", "1.1.0"));
+        const actionBefore = await pagesTouched(tx, await actionCall(tx, "warm-1"));
+        const targetBefore = await pagesTouched(tx, targetCall("warm-1"));
 
         await growTable(tx, 20_000);
 
-        const newNameAfter = await pagesTouched(tx, "new-after", SHARED_VERSION);
-        const newVersionAfter = await pagesTouched(tx, "bulk-7", "1.1.0");
+        const newNameAfter = await pagesTouched(tx, createCall("new-after", SHARED_VERSION));
+        const newVersionAfter = await pagesTouched(tx, createCall("bulk-7", "1.1.0"));
+        const actionAfter = await pagesTouched(tx, await actionCall(tx, "warm-1"));
+        const targetAfter = await pagesTouched(tx, targetCall("warm-1"));
+        console.log({
+          newNameBefore,
+          newNameAfter,
+          newVersionBefore,
+          newVersionAfter,
+          actionBefore,
+          actionAfter,
+          targetBefore,
+          targetAfter,
+        });
         // Thirteen indexes a level deeper cost 20-50 pages more (measured on both databases);
         // migration 0010's version check, cached like this, cost 800 more: it walked the shared
         // version's index entries.
         expect(newNameAfter - newNameBefore).toBeLessThan(200);
         expect(newVersionAfter - newVersionBefore).toBeLessThan(200);
+        // Migration 0019's update hashed the changes and scanned every entry: 2,000 pages more.
+        expect(actionAfter - actionBefore).toBeLessThan(200);
+        expect(targetAfter - targetBefore).toBeLessThan(200);
 
         // And a second publish of a version is still refused by the constraint that decides it.
         const again = createCall("bulk-7", "1.1.0");
