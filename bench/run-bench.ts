@@ -614,12 +614,20 @@ const LIFECYCLE_LABEL = "REST lifecycle actions, HTTP/1.1";
 const HISTORY_LABEL = `history of a name with ${HISTORY_RECORDS} records, REST`;
 
 /** Signs the run's requests before the clock starts, then loads as the REST creates do. */
-async function runLifecycle(server: Server, sampler: ServerSampler, token: string, setup: LifecycleSetup): Promise<CreateRun> {
+async function runLifecycle(
+  server: Server,
+  sampler: ServerSampler,
+  token: string,
+  setup: LifecycleSetup,
+): Promise<CreateRun & { measuredFrom: number }> {
   const shape = { url: server.url, durationSeconds: config.durationSeconds, warmupSeconds: config.warmupSeconds };
   const measureAfterMs = config.warmupSeconds * 1000;
-  return sampler.window(() => runLifecycleLoad({ ...shape, connections: config.createConnections }, token, setup, config.createPool), {
-    measureAfterMs,
-  });
+  const measuredFrom = performance.now() + measureAfterMs;
+  const run = await sampler.window(
+    () => runLifecycleLoad({ ...shape, connections: config.createConnections }, token, setup, config.createPool),
+    { measureAfterMs },
+  );
+  return { ...run, measuredFrom };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -631,6 +639,7 @@ async function profile(
   floorBodies: ReadonlyMap<Target, string>,
   seeded: Seeded,
   did: string,
+  lifecycleSetup: LifecycleSetup | undefined,
 ): Promise<Record<string, ProfileSummary>> {
   rmSync(PROFILES, { recursive: true, force: true });
   mkdirSync(PROFILES, { recursive: true });
@@ -692,6 +701,22 @@ async function profile(
       );
       return {
         text: `${fmt(result.requestsPerSecond)} creates/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not created ${result.notCreatedTotal}`,
+        perSecond: result.requestsPerSecond,
+        usage,
+        fromSeconds: measuredFrom / 1000,
+      };
+    });
+  }
+  if (lifecycleSetup !== undefined) {
+    await profiled("lifecycle-rest", "registry", async (server, sampler) => {
+      const { result, usage, measuredFrom } = await runLifecycle(
+        server,
+        sampler,
+        await issueAccessToken(server, seeded.rootToken),
+        lifecycleSetup,
+      );
+      return {
+        text: `${fmt(result.requestsPerSecond)} actions/s, p99 ${fmt(result.latencyP99Ms, 1)} ms, not done ${result.notCreatedTotal}`,
         perSecond: result.requestsPerSecond,
         usage,
         fromSeconds: measuredFrom / 1000,
@@ -809,8 +834,12 @@ async function protocolPhases(machine: MachineInfo, started: number): Promise<vo
   if (args.hold === true) return hold(registry, rows);
 
   if (args.profile === true) {
+    // Prepared on the seeding server, which is then stopped: the profiled one starts on the same database.
+    const lifecycleSetup = selection.lifecycle.has("lifecycle-rest")
+      ? await prepareLifecycle(registry.url, await issueAccessToken(registry, seeded.rootToken), seeded.publisher, Date.now().toString(36))
+      : undefined;
     await registry.child.stop();
-    const summaries = await profile(database.url, rows, floorBodies, seeded, did);
+    const summaries = await profile(database.url, rows, floorBodies, seeded, did, lifecycleSetup);
     writeFileSync(
       join(RESULTS, "profile-latest.json"),
       JSON.stringify({ date: new Date().toISOString(), machine, config, summaries }, null, 2),

@@ -2,6 +2,7 @@ import type { JWK } from "jose";
 import type { Knex } from "knex";
 import type { AuthRepository, IssuerKeyRecord, RootTokenRecord } from "../auth/auth-repository.js";
 import { translateDriverErrors } from "./driver-errors.js";
+import { preparedQuery } from "./prepared-query.js";
 
 interface RootTokenRow {
   id: string;
@@ -15,6 +16,7 @@ interface RootTokenRow {
 
 /** The columns a root token is read with: never the hash, which has no business leaving storage. */
 const ROOT_TOKEN_COLUMNS = ["id", "subject_did", "scopes", "description", "created_at", "revoked_at"] as const;
+const ROOT_TOKEN_BY_ID_SQL = `select ${ROOT_TOKEN_COLUMNS.join(", ")} from root_tokens where id = $1`;
 
 interface IssuerKeyRow {
   kid: string;
@@ -51,13 +53,11 @@ export function createKnexAuthRepository(knex: Knex): AuthRepository {
         return row === undefined ? undefined : rootTokenFromRow(row as RootTokenRow);
       }),
 
+    // Asked on every authenticated write (is the token's root revoked?): prepared, planned once per connection.
     findRootTokenById: (id) =>
       translateDriverErrors(async () => {
-        const row = await knex<RootTokenRow>("root_tokens")
-          .select(...ROOT_TOKEN_COLUMNS)
-          .where({ id })
-          .first();
-        return row === undefined ? undefined : rootTokenFromRow(row as RootTokenRow);
+        const [row] = await preparedQuery<RootTokenRow>(knex, "registry_root_token_by_id", ROOT_TOKEN_BY_ID_SQL, [id]);
+        return row === undefined ? undefined : rootTokenFromRow(row);
       }),
 
     listRootTokens: () =>

@@ -20,7 +20,7 @@ import * as actionCalls from "./0019-action-calls.js";
 import * as search from "./0020-search.js";
 import * as searchTiers from "./0021-search-tiers.js";
 import * as searchSyncOnChange from "./0022-search-sync-on-change.js";
-import * as actionUpdateByKey from "./0023-action-update-by-key.js";
+import * as cachedPlans from "./0023-cached-plans.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -53,7 +53,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0020-search", search],
   ["0021-search-tiers", searchTiers],
   ["0022-search-sync-on-change", searchSyncOnChange],
-  ["0023-action-update-by-key", actionUpdateByKey],
+  ["0023-cached-plans", cachedPlans],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
