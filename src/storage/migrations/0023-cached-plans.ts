@@ -14,6 +14,7 @@ import { LOG_APPEND_LOCK } from "./0011-log-append-lock.js";
  * kept. The search row's document, a SQL function too complex to inline, was planned at each
  * create; as PL/pgSQL its expression is planned once per connection.
  */
+// A later `create or replace` of either resets this; test/storage/write-plans.test.ts then fails.
 const GENERIC_PLANS = ["registry_action_target(text, text, text)", "registry_apply_action(jsonb)"];
 
 const SEARCH_DOCUMENT_PLPGSQL = `
