@@ -18,16 +18,19 @@ export function createRegistryLookup(services: { readonly entries: EntryService;
       );
     },
     async publisherExists(did) {
-      const page = await services.discovery.discover({
+      const request = {
         entryType: "",
         conditions: [
-          { field: "publisherDid", op: "=", value: did },
-          { field: "status", op: "IN", value: [...VERSION_STATUSES] },
+          { field: "publisherDid", op: "=" as const, value: did },
+          { field: "status", op: "IN" as const, value: [...VERSION_STATUSES] },
         ],
         limit: 1,
         cursor: "",
-      });
-      return page.entries.length > 0;
+      };
+      return services.discovery.discover(request).then(
+        (page) => page.entries.length > 0,
+        (error: unknown) => (isUnknown(error) ? false : Promise.reject(error)),
+      );
     },
   };
 }
