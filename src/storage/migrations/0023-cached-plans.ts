@@ -52,6 +52,7 @@ const APPLY_ACTION = (updateVersions: string, readStates: string) => `
       reranked boolean;
       key bigint;
       state jsonb;
+      state_list jsonb[];
       did text;
       states jsonb;
       dids text[];
@@ -121,18 +122,18 @@ const UPDATE_BY_KEY = `
 
 /**
  * The changed versions' states for the record, in sequence order, each read by its key: a plan
- * for `sequence = any(changed)` cached while the table was small scans it for good.
+ * for `sequence = any(changed)` cached while the table was small scans it for good. Gathered in
+ * arrays, which PL/pgSQL grows in place; a jsonb concatenation would copy all so far each time.
  */
 const STATES_BY_KEY = `
-        states := '[]';
+        state_list := '{}';
         dids := '{}';
         foreach key in array (select array_agg(distinct k order by k) from unnest(changed) k) loop
           select to_jsonb(e), e.entry_did into state, did from entries e where e.sequence = key;
-          states := states || jsonb_build_array(state);
-          if not did = any(dids) then
-            dids := dids || did;
-          end if;
-        end loop;`;
+          state_list := state_list || state;
+          dids := dids || did;
+        end loop;
+        states := to_jsonb(state_list);`;
 
 const STATES_BY_ANY = `
         select jsonb_agg(to_jsonb(e) order by e.sequence), array_agg(distinct e.entry_did)
