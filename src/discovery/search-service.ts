@@ -58,7 +58,7 @@ function checked(request: SearchRequest) {
   return { plan, size };
 }
 
-/** Signed by this registry for this very search, so a malformed position is a server bug. */
+/** Signed by this registry for this very search; one of another shape is from an earlier release. */
 function positionOf(position: readonly unknown[]): string[] {
   if (position.length !== 2 || !position.every((value) => typeof value === "string" && value !== "" && Number.isFinite(Number(value)))) {
     throw InvalidArgumentError.of("cursor", "is not a valid cursor");

@@ -1,15 +1,16 @@
-import { compress, COMPRESS_MIN_BYTES, negotiateEncoding, type Encoding } from "../transport/compression.js";
+import { COMPRESS_MIN_BYTES, compressOnce, negotiateEncoding, type Encoding } from "../transport/compression.js";
 import { answerConditionally, codedEntityTag } from "../transport/http-caching.js";
 import type { HttpExchange, ResponseHeaders } from "../transport/http-exchange.js";
 
-/** Bytes served as they are, with their compressed forms made once per coding. */
+/** Bytes served as they are, or compressed: as the build made them, or else once per coding here. */
 export interface StaticBody {
   readonly bytes: Buffer;
-  readonly coded: Map<Encoding, Promise<Buffer>>;
+  /** The form a build made ahead for a coding; undefined where it made none. */
+  readonly builtForm?: (encoding: Encoding) => Promise<Buffer | undefined>;
 }
 
 export function staticBody(bytes: Buffer): StaticBody {
-  return { bytes, coded: new Map() };
+  return { bytes };
 }
 
 /** Formats that are compressed already (PNG), which a second compression would only slow. */
@@ -29,12 +30,7 @@ export async function answerStatic(exchange: HttpExchange, status: number, heade
     exchange.respond(status, answerHeaders, body.bytes);
     return;
   }
-  let compressed = body.coded.get(encoding);
-  if (compressed === undefined) {
-    compressed = compress(encoding, body.bytes);
-    body.coded.set(encoding, compressed);
-  }
+  const bytes = (await body.builtForm?.(encoding)) ?? (await compressOnce(encoding, body.bytes));
   answerHeaders["content-encoding"] = encoding;
-  const bytes = await compressed;
   exchange.respond(status, answerHeaders, bytes);
 }

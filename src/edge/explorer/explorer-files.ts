@@ -43,7 +43,8 @@ export async function loadExplorerFiles(directory: string): Promise<ExplorerFile
 
 /** The page every address answers: the template with the log's verifier key filled in for the page to pin. */
 export function pageHtml(template: string, logKey: string): string {
-  return template.replace("%REGISTRY_LOG_KEY%", escapeAttribute(logKey));
+  // A function, so that "$&" and the like in the key are text, not replacement patterns.
+  return template.replace("%REGISTRY_LOG_KEY%", () => escapeAttribute(logKey));
 }
 
 function escapeAttribute(text: string): string {

@@ -1,4 +1,4 @@
-import { compress, SUPPORTED_ENCODINGS } from "../../transport/compression.js";
+import type { Encoding } from "../../transport/compression.js";
 import type { HttpExchange, ResponseHeaders } from "../../transport/http-exchange.js";
 import type { ExchangeLimit } from "../rate-limit-interceptor.js";
 import { type ExplorerFiles, NOT_BUILT_TEXT, pageHtml } from "./explorer-files.js";
@@ -56,7 +56,7 @@ export function createExplorer(options: ExplorerOptions): Explorer {
     if (!files.assetNames.has(file)) return Promise.resolve(undefined);
     let loaded = assets.get(file);
     if (loaded === undefined) {
-      loaded = files.readAsset(file).then((bytes) => (bytes === undefined ? undefined : withBuiltForms(file, staticBody(bytes))));
+      loaded = files.readAsset(file).then((bytes) => (bytes === undefined ? undefined : withBuiltForms(file, bytes)));
       assets.set(file, loaded);
       // A failed read (a broken install) is tried again on the next request rather than remembered.
       void loaded.then((body) => body === undefined && assets.delete(file));
@@ -64,16 +64,17 @@ export function createExplorer(options: ExplorerOptions): Explorer {
     return loaded;
   }
 
-  /** The build's compressed forms where it made them; others are compressed on first demand. */
-  function withBuiltForms(file: string, body: StaticBody): StaticBody {
-    for (const encoding of SUPPORTED_ENCODINGS) {
-      const built = files.readCompressedAsset(file, encoding);
-      body.coded.set(
-        encoding,
-        built.then((bytes) => bytes ?? compress(encoding, body.bytes)),
-      );
-    }
-    return body;
+  /** The build's compressed forms, each read when a client first accepts its coding. */
+  function withBuiltForms(file: string, bytes: Buffer): StaticBody {
+    const forms = new Map<Encoding, Promise<Buffer | undefined>>();
+    return {
+      bytes,
+      builtForm(encoding) {
+        let form = forms.get(encoding);
+        if (form === undefined) forms.set(encoding, (form = files.readCompressedAsset(file, encoding)));
+        return form;
+      },
+    };
   }
 
   async function found(address: ExplorerAddress): Promise<boolean> {
