@@ -1,27 +1,26 @@
-import { mkdtemp, rm } from "node:fs/promises";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createExplorer } from "../../src/edge/explorer/explorer-pages.js";
 import { loadExplorerFiles } from "../../src/edge/explorer/explorer-files.js";
 import { exchangeFromNode } from "../../src/transport/http-exchange.js";
+import { temporaryDirectory } from "../support/child-processes.js";
 
 /**
- * A registry run from its sources before anything built the explorer: its pages say how to build
- * it, and leave every other path to the API.
+ * The explorer as a registry run from its sources serves it before anything built it (an empty
+ * build directory), over HTTP: its pages say how to build it, and every other path is left to the
+ * API. No lookup is reached without a build, so they answer yes.
  */
 
-let directory: string;
-let server: Server;
+let directory: { path: string; remove(): Promise<void> } | undefined;
+let server: Server | undefined;
 let url: string;
 const passedOn: string[] = [];
 
 beforeAll(async () => {
-  directory = await mkdtemp(join(tmpdir(), "explorer-unbuilt-"));
+  directory = await temporaryDirectory("explorer-unbuilt-");
   const explorer = createExplorer({
-    files: await loadExplorerFiles(directory),
+    files: await loadExplorerFiles(directory.path),
     logKey: "example.test/log+00000000+AQ",
     lookup: { entryExists: async () => true, publisherExists: async () => true },
     log: () => {},
@@ -32,13 +31,15 @@ beforeAll(async () => {
     passedOn.push(exchange.path);
     exchange.respond(404, { "content-type": "text/plain" }, Buffer.from("api\n"));
   });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  const listening = server;
+  await new Promise<void>((resolve) => listening.listen(0, "127.0.0.1", resolve));
+  url = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
 });
 
 afterAll(async () => {
-  await new Promise((resolve) => server?.close(resolve));
-  await rm(directory, { recursive: true, force: true });
+  const open = server;
+  if (open !== undefined) await new Promise((resolve) => open.close(resolve));
+  await directory?.remove();
 });
 
 it("answers a page with 503 and how to build the explorer, never a 500", async () => {

@@ -1,8 +1,10 @@
+import { execFileSync } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { fileURLToPath } from "node:url";
 import { createRegistryClient } from "../../src/sdk/node.js";
+import { checkpointReaches } from "../mirror/mirror-fixture.js";
 import { startPublishingRegistry } from "../support/registry-fixture.js";
-import { buildExplorer, launchChromium } from "./explorer-browser.js";
+import { launchChromium } from "./explorer-browser.js";
 
 /**
  * The screenshots in docs/ (docs/explorer.md, README.md): a registry on an in-memory database with
@@ -44,7 +46,7 @@ const SAMPLES = [
 ];
 
 // Built before the registry starts: it reads the page it serves at start.
-await buildExplorer();
+execFileSync(process.execPath, [fileURLToPath(new URL("../../bin/build.js", import.meta.url)), "--if-stale"], { stdio: "inherit" });
 const setup = await startPublishingRegistry(["registry.publish.skill"]);
 try {
   const client = createRegistryClient({ baseUrl: setup.registry.url, auth: setup.token });
@@ -68,7 +70,7 @@ try {
   await client.changeLifecycle(`${NAME}@1.1.0`, "deprecate", { key, reason: "2.0 searches news too", replacement: `${NAME}@2.0.0` });
   await client.changeLifecycle(`${NAME}@1.0.0`, "yank", { key, reason: "returned empty results for quoted phrases" });
   client.close();
-  await waitForCheckpoint(setup.registry.url, SAMPLES.length + 2);
+  await checkpointReaches(setup.registry.url, SAMPLES.length + 2);
 
   const browser = await launchChromium();
   const shots: [string, string, number][] = [
@@ -81,25 +83,19 @@ try {
     ["entry-phone", `/entries/${NAME}@1.1.0`, 375],
   ];
   await mkdir(DOCS, { recursive: true });
-  for (const [file, path, width] of shots) {
-    const page = await browser.newPage({ viewport: { width, height: 800 } });
-    await page.goto(setup.registry.url + path);
-    await page.waitForLoadState("networkidle");
-    await page.locator("main h1").first().waitFor();
-    await page.screenshot({ path: `${DOCS}explorer-${file}.png`, fullPage: true });
-    await page.close();
-    process.stdout.write(`docs/explorer-${file}.png\n`);
+  try {
+    for (const [file, path, width] of shots) {
+      const page = await browser.newPage({ viewport: { width, height: 800 } });
+      await page.goto(setup.registry.url + path);
+      await page.waitForLoadState("networkidle");
+      await page.locator("main h1").first().waitFor();
+      await page.screenshot({ path: `${DOCS}explorer-${file}.png`, fullPage: true });
+      await page.close();
+      process.stdout.write(`docs/explorer-${file}.png\n`);
+    }
+  } finally {
+    await browser.close();
   }
-  await browser.close();
 } finally {
   await setup.close();
-}
-
-async function waitForCheckpoint(url: string, size: number): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt++) {
-    const body = (await (await fetch(`${url}/v1/log/checkpoint`)).json()) as { treeSize?: string };
-    if (Number(body.treeSize ?? 0) >= size) return;
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-  throw new Error(`the checkpoint did not reach ${size} records`);
 }

@@ -112,20 +112,24 @@ it("names the package to add when a setting needs an optional integration the in
       // alive until its idle timeout (30 s), and this kill would fail the run.
       timeout: 20_000,
     }).then(
-      () => ({ code: 0, stderr: "" }),
-      (error: { code: number; stderr: string }) => ({ code: error.code, stderr: error.stderr }),
+      () => ({ code: 0 as number | null, stderr: "" }),
+      // Killed at the timeout, code is null: the signal goes into the message instead.
+      (error: { code: number | null; signal: string | null; stderr: string }) => ({
+        code: error.code,
+        stderr: error.code === null ? `killed by ${error.signal}\n${error.stderr}` : error.stderr,
+      }),
     );
   const versions = JSON.parse(await readFile(join(installed, "package.json"), "utf8")).peerDependencies as Record<string, string>;
 
   const traced = await serve({ OTEL_EXPORTER_OTLP_ENDPOINT: "http://127.0.0.1:4318" });
-  expect(traced.code).toBe(2);
+  expect(traced.code, traced.stderr).toBe(2);
   const exporter = "@opentelemetry/exporter-trace-otlp-http";
   expect(traced.stderr).toContain(`tracing (an OTLP endpoint) needs the ${exporter} package`);
   expect(traced.stderr).toContain(`install ${exporter}@${versions[exporter]} beside it`);
 
   // On the data directory the test above made, whose database is not opened for a refused setting.
   const shared = await serve({ REDIS_URL: "redis://127.0.0.1:6379" });
-  expect(shared.code).toBe(2);
+  expect(shared.code, shared.stderr).toBe(2);
   expect(shared.stderr).toContain(
     `REDIS_URL needs the redis package, which the registry's install leaves out: install redis@${versions.redis} beside it`,
   );

@@ -138,6 +138,7 @@ describe.skipIf(!usesPostgres())("a network partition between the registry and P
     }
     expect(ready.outcome, JSON.stringify(figures)).toBe(503);
     expect(page.outcome, JSON.stringify(figures)).toBe(503);
+    expect(page.ms, JSON.stringify(figures)).toBeLessThan(CALL_BOUND_MS + MARGIN_MS);
     expect(ready.ms, JSON.stringify(figures)).toBeLessThan(SETTINGS.readinessTimeoutMs + MARGIN_MS);
 
     proxy.heal();
