@@ -8,37 +8,12 @@ import { LOG_APPEND_LOCK } from "./0011-log-append-lock.js";
  * size. Each change now updates, and then reads, its row by primary key: those plans hold
  * whatever the table's size when they were cached. Otherwise the function is unchanged.
  *
- * And some statements were planned afresh on every call. PL/pgSQL's plan cache judged custom
- * plans cheaper than the generic one for the action's read (whose planning cost more than its
- * execution) and for the answer's versions; their generic plans are index lookups, so they are
- * kept. The search row's document, a SQL function too complex to inline, was planned at each
- * create; as PL/pgSQL its expression is planned once per connection.
+ * And two statements were planned afresh on every call: PL/pgSQL's plan cache judged custom plans
+ * cheaper than the generic one for the action's read (whose planning cost more than its
+ * execution) and for the answer's versions. Their generic plans are index lookups, so they are kept.
  */
 // A later `create or replace` of either resets this; test/storage/write-plans.test.ts then fails.
 const GENERIC_PLANS = ["registry_action_target(text, text, text)", "registry_apply_action(jsonb)"];
-
-const SEARCH_DOCUMENT_PLPGSQL = `
-    create or replace function registry_search_document(p_name text, p_tags text[], p_description text) returns tsvector
-    language plpgsql immutable parallel safe as $$
-    declare
-      names text := translate(lower(p_name), '-_./:', '     ');
-      tags text := translate(lower(array_to_string(p_tags, ' ')), '-_./:', '     ');
-    begin
-      return setweight(to_tsvector('simple'::regconfig, names) || to_tsvector('english'::regconfig, names), 'A')
-          || setweight(to_tsvector('simple'::regconfig, tags) || to_tsvector('english'::regconfig, tags), 'B')
-          || setweight(to_tsvector('english'::regconfig, p_description), 'C');
-    end $$;`;
-
-/** Migration 0020's, for going back. */
-const SEARCH_DOCUMENT_SQL = `
-    create or replace function registry_search_document(p_name text, p_tags text[], p_description text) returns tsvector
-    language sql immutable parallel safe as $$
-      select setweight(to_tsvector('simple'::regconfig, names) || to_tsvector('english'::regconfig, names), 'A')
-          || setweight(to_tsvector('simple'::regconfig, tags) || to_tsvector('english'::regconfig, tags), 'B')
-          || setweight(to_tsvector('english'::regconfig, p_description), 'C')
-      from (select translate(lower(p_name), '-_./:', '     ') as names,
-                   translate(lower(array_to_string(p_tags, ' ')), '-_./:', '     ') as tags) words
-    $$;`;
 
 const APPLY_ACTION = (updateVersions: string, readStates: string) => `
     create or replace function registry_apply_action(p_action jsonb) returns jsonb language plpgsql as $$
@@ -155,11 +130,9 @@ const UPDATE_JOINED = `
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(APPLY_ACTION(UPDATE_BY_KEY, STATES_BY_KEY));
   for (const signature of GENERIC_PLANS) await knex.raw(`alter function ${signature} set plan_cache_mode = force_generic_plan`);
-  await knex.raw(SEARCH_DOCUMENT_PLPGSQL);
 }
 
 export async function down(knex: Knex): Promise<void> {
   await knex.raw(APPLY_ACTION(UPDATE_JOINED, STATES_BY_ANY));
   for (const signature of GENERIC_PLANS) await knex.raw(`alter function ${signature} reset plan_cache_mode`);
-  await knex.raw(SEARCH_DOCUMENT_SQL);
 }

@@ -21,6 +21,7 @@ import * as search from "./0020-search.js";
 import * as searchTiers from "./0021-search-tiers.js";
 import * as searchSyncOnChange from "./0022-search-sync-on-change.js";
 import * as cachedPlans from "./0023-cached-plans.js";
+import * as searchRowOnce from "./0024-search-row-once.js";
 
 interface Migration {
   up(knex: Knex): Promise<void>;
@@ -54,6 +55,7 @@ const migrations: ReadonlyArray<readonly [string, Migration]> = [
   ["0021-search-tiers", searchTiers],
   ["0022-search-sync-on-change", searchSyncOnChange],
   ["0023-cached-plans", cachedPlans],
+  ["0024-search-row-once", searchRowOnce],
 ];
 
 export const migrationSource: Knex.MigrationSource<readonly [string, Migration]> = {
