@@ -12,11 +12,8 @@ import type { Knex } from "knex";
  * 'english' only. '-', '_', '.', '/' and ':' split a name into words, so "pdf summariser" reaches
  * `pdf-summarizer`. Misspelt names go through a trigram index on the table's names.
  */
-export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`
-    create extension if not exists pg_trgm;
-
-    -- Immutable: array_to_string is only stable in general, but on text[] it depends on nothing else.
+/** The whole-text document of a search row; migration 0024 makes it in the trigger instead. */
+export const SEARCH_DOCUMENT_FUNCTION = `    -- Immutable: array_to_string is only stable in general, but on text[] it depends on nothing else.
     create function registry_search_document(p_name text, p_tags text[], p_description text) returns tsvector
     language sql immutable parallel safe as $$
       select setweight(to_tsvector('simple'::regconfig, names) || to_tsvector('english'::regconfig, names), 'A')
@@ -25,7 +22,13 @@ export async function up(knex: Knex): Promise<void> {
       from (select translate(lower(p_name), '-_./:', '     ') as names,
                    translate(lower(array_to_string(p_tags, ' ')), '-_./:', '     ') as tags) words
     $$;
+`;
 
+export async function up(knex: Knex): Promise<void> {
+  await knex.raw(`
+    create extension if not exists pg_trgm;
+
+${SEARCH_DOCUMENT_FUNCTION}
     -- Every word must match, each by its English stem or as a prefix of a word as written. English
     -- stop words are left out (no description keeps them), unless the query has nothing else.
     -- The caller passes words of letters and digits only, so none can be tsquery syntax.

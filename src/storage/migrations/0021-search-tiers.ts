@@ -6,6 +6,26 @@ import type { Knex } from "knex";
  * the name's words as one string (the exact-name tier) and the name and the tags as text documents
  * of their own (the name and tag tiers), each with its index, and a B-tree on the sequence.
  */
+/** The trigger keeping a search row with its tiers' columns; migration 0024 makes its documents once. */
+export const SEARCH_SYNC_IN_TIERS = `    create or replace function registry_search_sync() returns trigger language plpgsql as $$
+    begin
+      if new.is_latest and new.status in ('active', 'deprecated') then
+        insert into entry_search (base_did, sequence, entry_type, name, document, name_words, name_document, tags_document)
+          values (new.base_did, new.sequence, new.entry_type, new.name,
+                  registry_search_document(new.name, new.tags, new.description),
+                  registry_search_words(new.name),
+                  registry_search_words_document(registry_search_words(new.name)),
+                  registry_search_words_document(registry_search_words(array_to_string(new.tags, ' '))))
+          on conflict (base_did) do update set sequence = excluded.sequence, entry_type = excluded.entry_type,
+            name = excluded.name, document = excluded.document, name_words = excluded.name_words,
+            name_document = excluded.name_document, tags_document = excluded.tags_document;
+      else
+        delete from entry_search where base_did = new.base_did and sequence = new.sequence;
+      end if;
+      return null;
+    end $$;
+`;
+
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(`
     -- The words of a name or of tags as search sees them: lower case, '-_./:' as spaces.
@@ -58,24 +78,7 @@ export async function up(knex: Knex): Promise<void> {
     create index entry_search_tags_document on entry_search using gin (tags_document);
     create index entry_search_sequence on entry_search (sequence);
 
-    create or replace function registry_search_sync() returns trigger language plpgsql as $$
-    begin
-      if new.is_latest and new.status in ('active', 'deprecated') then
-        insert into entry_search (base_did, sequence, entry_type, name, document, name_words, name_document, tags_document)
-          values (new.base_did, new.sequence, new.entry_type, new.name,
-                  registry_search_document(new.name, new.tags, new.description),
-                  registry_search_words(new.name),
-                  registry_search_words_document(registry_search_words(new.name)),
-                  registry_search_words_document(registry_search_words(array_to_string(new.tags, ' '))))
-          on conflict (base_did) do update set sequence = excluded.sequence, entry_type = excluded.entry_type,
-            name = excluded.name, document = excluded.document, name_words = excluded.name_words,
-            name_document = excluded.name_document, tags_document = excluded.tags_document;
-      else
-        delete from entry_search where base_did = new.base_did and sequence = new.sequence;
-      end if;
-      return null;
-    end $$;
-  `);
+${SEARCH_SYNC_IN_TIERS}  `);
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -1,4 +1,6 @@
 import type { Knex } from "knex";
+import { SEARCH_DOCUMENT_FUNCTION } from "./0020-search.js";
+import { SEARCH_SYNC_IN_TIERS } from "./0021-search-tiers.js";
 
 /**
  * A search row's documents, each made once per write. The trigger made the whole-text document
@@ -33,38 +35,11 @@ const SYNC_ONCE = `
     end $$;
     drop function registry_search_document(text, text[], text);`;
 
-/** Migrations 0020's document function and 0021's trigger, for going back. */
-const SYNC_WITH_DOCUMENT_FUNCTION = `
-    create function registry_search_document(p_name text, p_tags text[], p_description text) returns tsvector
-    language sql immutable parallel safe as $$
-      select setweight(to_tsvector('simple'::regconfig, names) || to_tsvector('english'::regconfig, names), 'A')
-          || setweight(to_tsvector('simple'::regconfig, tags) || to_tsvector('english'::regconfig, tags), 'B')
-          || setweight(to_tsvector('english'::regconfig, p_description), 'C')
-      from (select translate(lower(p_name), '-_./:', '     ') as names,
-                   translate(lower(array_to_string(p_tags, ' ')), '-_./:', '     ') as tags) words
-    $$;
-    create or replace function registry_search_sync() returns trigger language plpgsql as $$
-    begin
-      if new.is_latest and new.status in ('active', 'deprecated') then
-        insert into entry_search (base_did, sequence, entry_type, name, document, name_words, name_document, tags_document)
-          values (new.base_did, new.sequence, new.entry_type, new.name,
-                  registry_search_document(new.name, new.tags, new.description),
-                  registry_search_words(new.name),
-                  registry_search_words_document(registry_search_words(new.name)),
-                  registry_search_words_document(registry_search_words(array_to_string(new.tags, ' '))))
-          on conflict (base_did) do update set sequence = excluded.sequence, entry_type = excluded.entry_type,
-            name = excluded.name, document = excluded.document, name_words = excluded.name_words,
-            name_document = excluded.name_document, tags_document = excluded.tags_document;
-      else
-        delete from entry_search where base_did = new.base_did and sequence = new.sequence;
-      end if;
-      return null;
-    end $$;`;
-
 export async function up(knex: Knex): Promise<void> {
   await knex.raw(SYNC_ONCE);
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw(SYNC_WITH_DOCUMENT_FUNCTION);
+  // Migration 0020's document function, then 0021's trigger that calls it.
+  await knex.raw(SEARCH_DOCUMENT_FUNCTION + SEARCH_SYNC_IN_TIERS);
 }
